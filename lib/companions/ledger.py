@@ -1,0 +1,218 @@
+"""The claims ledger: every check a chapter makes, written to ``<ledger_dir>/<chapter>.json``.
+
+A claim has a ``kind`` (what sort of statement it is) and a ``status`` computed here from the
+numbers the chapter passes in, never typed by hand:
+
+==============  =====================================  ======================
+kind            meaning                                status
+==============  =====================================  ======================
+identity        exact (symbolic or to round-off)       holds / fails
+bound           an inequality checked numerically      holds / fails
+prediction      a rate, shape or ordering              holds / fails
+reproduction    a number the source reports, beside    reproduced / differs
+                ours
+erratum         a statement of the source shown wrong  reproduced / differs
+==============  =====================================  ======================
+
+A check that ``fails`` makes :meth:`Ledger.finish` raise :class:`ClaimFailed` after the ledger is
+written, so a notebook (and the book build, and the tests) stop at its end. ``differs`` is a
+finding, not a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+CHECK_KINDS = ("identity", "bound", "prediction")
+COMPARE_KINDS = ("reproduction", "erratum")
+KINDS = CHECK_KINDS + COMPARE_KINDS
+LEDGER_ENV = "BOOK_LEDGER_DIR"
+
+
+class ClaimFailed(AssertionError):
+    """Raised at the end of a chapter when one of its checks fails."""
+
+
+def _plain(value: Any) -> Any:
+    """JSON-friendly copy of a number, string, or (nested) list of them."""
+    if hasattr(value, "tolist"):  # numpy / torch scalars and arrays
+        value = value.tolist()
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)  # 'inf', '-inf', 'nan': strict JSON has no such numbers
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+def find_root(start: str | os.PathLike | None = None) -> Path | None:
+    """The repository root: the nearest folder at or above ``start`` holding ``_toc.yml``."""
+    here = Path(start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "_toc.yml").is_file():
+            return folder
+    return None
+
+
+def default_dir() -> Path:
+    """Where ledgers go when a chapter is not told: ``$BOOK_LEDGER_DIR``, else ``<root>/_build/ledger``
+    (so a book build gathers all chapters in one place), else ``./ledger``."""
+    if os.environ.get(LEDGER_ENV):
+        return Path(os.environ[LEDGER_ENV])
+    root = find_root()
+    return root / "_build" / "ledger" if root else Path("ledger")
+
+
+class Ledger:
+    """Collects a chapter's claims and writes them as one JSON file.
+
+    >>> led = Ledger(cfg)                       # cfg from companions.preset(...)
+    >>> led.check_close("gd-equals-tf", "Theorem 8.14", "identity", expected=0, observed=err, tolerance=1e-12)
+    >>> led.finish()                            # writes, shows the table, raises if a check failed
+    """
+
+    def __init__(self, cfg, device: str | None = None, ledger_dir: str | os.PathLike | None = None):
+        self.chapter = cfg.chapter
+        self.scale = cfg.scale
+        self.seed = cfg.get("seed", 0)
+        self.device = device or cfg.get("device", "cpu")
+        self.params = cfg.params() if hasattr(cfg, "params") else {}
+        self.dir = Path(ledger_dir or cfg.get("ledger_dir") or default_dir())
+        self.claims: list[dict] = []
+        self._start = time.perf_counter()
+
+    # -- recording ---------------------------------------------------------------------------
+    def _add(self, claim: dict) -> dict:
+        if not claim["id"] or any(c["id"] == claim["id"] for c in self.claims):
+            raise ValueError(f"claim id {claim['id']!r} is empty or used twice in chapter {self.chapter!r}")
+        if claim["kind"] not in KINDS:
+            raise ValueError(f"claim kind {claim['kind']!r} is not one of {KINDS}")
+        self.claims.append({k: _plain(v) for k, v in claim.items()})
+        return self.claims[-1]
+
+    def check(self, id: str, source: str, kind: str, holds: bool, expected: Any, observed: Any,
+              tolerance: Any = None, note: str = "") -> dict:
+        """A check whose truth the caller computed (``holds``) from ``expected`` and ``observed``."""
+        if kind not in CHECK_KINDS:
+            raise ValueError(f"check kind must be one of {CHECK_KINDS}, not {kind!r}")
+        return self._add(dict(id=id, source=source, kind=kind, status="holds" if bool(holds) else "fails",
+                              expected=expected, observed=observed, tolerance=tolerance, note=note))
+
+    def check_close(self, id: str, source: str, kind: str, expected: float, observed: float,
+                    tolerance: float, note: str = "") -> dict:
+        """Holds when ``|observed - expected| <= tolerance`` (a NaN never holds)."""
+        gap = abs(float(observed) - float(expected))
+        return self.check(id, source, kind, gap <= tolerance, expected, observed, tolerance, note)
+
+    def check_at_most(self, id: str, source: str, kind: str, bound: float, observed: float,
+                      note: str = "") -> dict:
+        """Holds when ``observed <= bound`` (``expected`` records the bound)."""
+        return self.check(id, source, kind, float(observed) <= float(bound), f"<= {_plain(float(bound))}",
+                          observed, None, note)
+
+    def compare(self, id: str, source: str, expected: Any, observed: Any, agrees: bool,
+                kind: str = "reproduction", tolerance: Any = None, note: str = "") -> dict:
+        """A number (or statement) of the source beside ours: ``reproduced`` or ``differs``."""
+        if kind not in COMPARE_KINDS:
+            raise ValueError(f"compare kind must be one of {COMPARE_KINDS}, not {kind!r}")
+        return self._add(dict(id=id, source=source, kind=kind, status="reproduced" if bool(agrees) else "differs",
+                              expected=expected, observed=observed, tolerance=tolerance, note=note))
+
+    # -- output ------------------------------------------------------------------------------
+    @property
+    def failed(self) -> list[dict]:
+        return [c for c in self.claims if c["status"] == "fails"]
+
+    def as_dict(self) -> dict:
+        return {"chapter": self.chapter, "scale": self.scale, "seed": self.seed, "device": str(self.device),
+                "params": _plain(self.params), "wall_seconds": round(time.perf_counter() - self._start, 3),
+                "python": sys.executable, "claims": self.claims}
+
+    def write(self) -> Path:
+        """Write ``<dir>/<chapter>.json`` atomically (a reader never sees half a ledger)."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        target = self.dir / f"{self.chapter}.json"
+        fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=f".{self.chapter}.", suffix=".tmp")
+        with os.fdopen(fd, "w") as fh:
+            json.dump(self.as_dict(), fh, indent=1, allow_nan=False)
+        os.replace(tmp, target)
+        return target
+
+    def table(self) -> str:
+        """The claims as a markdown table."""
+        return claims_table(self.claims)
+
+    def finish(self, display: bool = True) -> Path:
+        """Write the ledger, show its table, and raise :class:`ClaimFailed` if any check failed."""
+        path = self.write()
+        if display:
+            _show_markdown(self.table())
+        if self.failed:
+            names = ", ".join(f"{c['id']} ({c['source']})" for c in self.failed)
+            raise ClaimFailed(f"{len(self.failed)} claim(s) of chapter {self.chapter!r} failed: {names}. Ledger: {path}")
+        return path
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_fmt(v) for v in value) + "]"
+    return "" if value is None else str(value)
+
+
+def claims_table(claims: Iterable[dict], chapter_column: bool = False) -> str:
+    head = ["chapter"] if chapter_column else []
+    head += ["claim", "source", "kind", "status", "expected", "observed", "note"]
+    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for c in claims:
+        cells = [c.get("chapter", "")] if chapter_column else []
+        cells += [c["id"], c["source"], c["kind"], f"**{c['status']}**", _fmt(c["expected"]),
+                  _fmt(c["observed"]), c.get("note", "")]
+        rows.append("| " + " | ".join(str(x).replace("|", "\\|").replace("\n", " ") for x in cells) + " |")
+    return "\n".join(rows)
+
+
+def load(ledger_dir: str | os.PathLike | None = None) -> list[dict]:
+    """Every ledger found in ``ledger_dir`` (default: :func:`default_dir`), sorted by chapter."""
+    folder = Path(ledger_dir or default_dir())
+    if not folder.is_dir():
+        return []
+    return sorted((json.loads(p.read_text()) for p in folder.glob("*.json")), key=lambda d: d["chapter"])
+
+
+def gathered(ledgers: list[dict]) -> tuple[str, str]:
+    """(summary table per chapter, table of every claim) for the book's ledger page and the CLI."""
+    summary = ["| chapter | scale | device | seed | wall s | claims | holds | reproduced | differs | fails |",
+               "|---|---|---|---|---|---|---|---|---|---|"]
+    every = []
+    for led in ledgers:
+        counts = {s: sum(c["status"] == s for c in led["claims"]) for s in ("holds", "reproduced", "differs", "fails")}
+        summary.append(f"| {led['chapter']} | {led['scale']} | {led['device']} | {led['seed']} | "
+                       f"{led['wall_seconds']:.1f} | {len(led['claims'])} | {counts['holds']} | "
+                       f"{counts['reproduced']} | {counts['differs']} | {counts['fails']} |")
+        every += [{"chapter": led["chapter"], **c} for c in led["claims"]]
+    return "\n".join(summary), claims_table(every, chapter_column=True)
+
+
+def _show_markdown(text: str) -> None:
+    try:
+        from IPython import get_ipython
+        from IPython.display import Markdown, display
+
+        if get_ipython() is not None:
+            display(Markdown(text))
+            return
+    except ImportError:  # pragma: no cover - IPython is part of the pinned environment
+        pass
+    print(text)

@@ -1,0 +1,272 @@
+"""Scale presets and parameter validation for every chapter.
+
+A topic module declares its chapters with :func:`register_chapter`; the core discovers them by
+importing every module of the package (:func:`chapters`), so adding a chapter never edits a
+central table. A chapter resolves its parameters with :func:`preset`, which merges the preset of
+the requested scale with the reader's overrides and validates every value: a bad value raises a
+``ValueError`` that names the parameter, its value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import numbers
+import os
+import pkgutil
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Mapping, Sequence
+
+SCALES = ("smoke", "default", "paper")
+DEVICES = ("auto", "cpu", "cuda")
+#: Environment variable that replaces the default scale of every chapter (jupyter-book cannot
+#: pass notebook parameters, so a build picks its scale this way).
+SCALE_ENV = "BOOK_SCALE"
+
+
+def _fail(name: str, value: Any, allowed: str) -> None:
+    raise ValueError(f"parameter {name!r} = {value!r} is not allowed: expected {allowed}")
+
+
+@dataclass(frozen=True)
+class Int:
+    """An integer in ``[low, high]`` (either end may be ``None``)."""
+
+    low: int | None = None
+    high: int | None = None
+    doc: str = ""
+
+    def describe(self) -> str:
+        return "an integer" + _range_text(self.low, self.high)
+
+    def validate(self, name: str, value: Any) -> int:
+        if isinstance(value, bool) or not (isinstance(value, numbers.Integral) or _is_integral(value)):
+            _fail(name, value, self.describe())
+        value = int(value)
+        if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
+            _fail(name, value, self.describe())
+        return value
+
+
+@dataclass(frozen=True)
+class Float:
+    """A finite real number in ``[low, high]``; ``low_open``/``high_open`` exclude an end."""
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    doc: str = ""
+
+    def describe(self) -> str:
+        return "a real number" + _range_text(self.low, self.high, self.low_open, self.high_open)
+
+    def validate(self, name: str, value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            _fail(name, value, self.describe())
+        value = float(value)
+        if value != value or value in (float("inf"), float("-inf")):
+            _fail(name, value, self.describe())
+        too_low = self.low is not None and (value <= self.low if self.low_open else value < self.low)
+        too_high = self.high is not None and (value >= self.high if self.high_open else value > self.high)
+        if too_low or too_high:
+            _fail(name, value, self.describe())
+        return value
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One of a fixed set of strings."""
+
+    options: tuple[str, ...]
+    doc: str = ""
+
+    def describe(self) -> str:
+        return "one of " + ", ".join(repr(o) for o in self.options)
+
+    def validate(self, name: str, value: Any) -> str:
+        if value not in self.options:
+            _fail(name, value, self.describe())
+        return value
+
+
+@dataclass(frozen=True)
+class ListOf:
+    """A non-empty list whose every item satisfies ``item`` (an :class:`Int` or :class:`Float`)."""
+
+    item: Int | Float
+    min_len: int = 1
+    max_len: int | None = None
+    doc: str = ""
+
+    def describe(self) -> str:
+        size = f"at least {self.min_len}" + (f" and at most {self.max_len}" if self.max_len else "")
+        return f"a list of {size} items, each {self.item.describe()}"
+
+    def validate(self, name: str, value: Any) -> tuple:
+        if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+            _fail(name, value, self.describe())
+        if len(value) < self.min_len or (self.max_len is not None and len(value) > self.max_len):
+            _fail(name, value, self.describe())
+        return tuple(self.item.validate(f"{name}[{i}]", v) for i, v in enumerate(value))
+
+
+def _is_integral(value: Any) -> bool:
+    """True for a real number with no fractional part (``4.0`` is accepted as ``4``)."""
+    return isinstance(value, numbers.Real) and float(value).is_integer()
+
+
+def _range_text(low, high, low_open=False, high_open=False) -> str:
+    if low is None and high is None:
+        return ""
+    if high is None:
+        return f" {'>' if low_open else '>='} {low}"
+    if low is None:
+        return f" {'<' if high_open else '<='} {high}"
+    return f" in {'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
+
+
+Spec = Int | Float | Choice | ListOf
+
+
+@dataclass(frozen=True)
+class Chapter:
+    """A chapter of the book: its id, notebook, parameter specs and presets per scale.
+
+    ``checks`` are cross-parameter constraints: callables taking the resolved parameter dict and
+    returning an error message (naming the parameter) or ``None``.
+    """
+
+    id: str
+    title: str
+    notebook: str  # path relative to the repository root
+    params: Mapping[str, Spec]
+    presets: Mapping[str, Mapping[str, Any]]
+    checks: tuple = ()
+
+    def __post_init__(self):
+        missing = [s for s in SCALES if s not in self.presets]
+        if missing:
+            raise ValueError(f"chapter {self.id!r} has no preset for scale(s) {missing}")
+        for scale, values in self.presets.items():
+            unknown = set(values) - set(self.params)
+            absent = set(self.params) - set(values)
+            if unknown or absent:
+                raise ValueError(
+                    f"chapter {self.id!r}, preset {scale!r}: unknown {sorted(unknown)}, missing {sorted(absent)}"
+                )
+
+
+_REGISTRY: dict[str, Chapter] = {}
+
+
+def register_chapter(chapter: Chapter) -> Chapter:
+    """Declare a chapter (called at import time by its topic module)."""
+    existing = _REGISTRY.get(chapter.id)
+    if existing is not None and existing != chapter:
+        raise ValueError(f"chapter id {chapter.id!r} is declared twice")
+    _REGISTRY[chapter.id] = chapter
+    return chapter
+
+
+_DISCOVERED = False
+
+
+def chapters() -> dict[str, Chapter]:
+    """All chapters declared anywhere in the package, by id (imports every submodule once)."""
+    global _DISCOVERED
+    if not _DISCOVERED:
+        import companions
+
+        for info in pkgutil.walk_packages(companions.__path__, prefix="companions."):
+            if info.name.rsplit(".", 1)[-1].startswith("_") or info.name == "companions.cli":
+                continue
+            importlib.import_module(info.name)
+        _DISCOVERED = True
+    return dict(sorted(_REGISTRY.items()))
+
+
+def get_chapter(chapter_id: str) -> Chapter:
+    known = chapters()
+    if chapter_id not in known:
+        raise ValueError(f"chapter {chapter_id!r} is not known: expected one of {sorted(known)}")
+    return known[chapter_id]
+
+
+def resolve_scale(scale: str | None) -> str:
+    """``None`` means: ``$BOOK_SCALE`` if set, otherwise ``'default'``."""
+    if scale is None:
+        scale = os.environ.get(SCALE_ENV) or "default"
+        if scale not in SCALES:
+            raise ValueError(f"environment variable {SCALE_ENV} = {scale!r} is not allowed: expected one of {SCALES}")
+    if scale not in SCALES:
+        _fail("scale", scale, "one of " + ", ".join(repr(s) for s in SCALES))
+    return scale
+
+
+class Config(Mapping):
+    """Resolved, validated, read-only parameters of one chapter run (attribute and key access)."""
+
+    def __init__(self, chapter: str, scale: str, values: Mapping[str, Any]):
+        self._data = MappingProxyType(dict(values))
+        object.__setattr__(self, "chapter", chapter)
+        object.__setattr__(self, "scale", scale)
+
+    def __getitem__(self, key):
+        return self._data[key]
+
+    def __getattr__(self, key):
+        try:
+            return self._data[key]
+        except KeyError:
+            raise AttributeError(key) from None
+
+    def __setattr__(self, key, value):
+        raise AttributeError("Config is read-only")
+
+    def __iter__(self):
+        return iter(self._data)
+
+    def __len__(self):
+        return len(self._data)
+
+    def __repr__(self):
+        body = ", ".join(f"{k}={v!r}" for k, v in self._data.items())
+        return f"Config({self.chapter!r}, scale={self.scale!r}, {body})"
+
+    def params(self) -> dict:
+        """The chapter's own knobs as plain JSON-friendly values (for the ledger)."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in self._data.items()
+                if k not in ("device", "seed", "ledger_dir")}
+
+
+COMMON = {
+    "device": Choice(DEVICES, doc="'auto' picks CUDA where present"),
+    "seed": Int(0, 2**31 - 1, doc="seed of every random draw"),
+}
+
+
+def preset(chapter_id: str, scale: str | None = None, **overrides: Any) -> Config:
+    """Parameters of ``chapter_id`` at ``scale``, with ``overrides`` applied and validated.
+
+    Overrides equal to ``None`` are ignored, so a notebook can pass its whole parameters cell
+    (where ``None`` means "take the preset"). Returns a read-only :class:`Config`.
+    """
+    chapter = get_chapter(chapter_id)
+    scale = resolve_scale(scale)
+    specs = {**COMMON, **chapter.params}
+    unknown = sorted(set(overrides) - set(specs) - {"ledger_dir"})
+    if unknown:
+        raise ValueError(
+            f"parameter(s) {unknown} not known to chapter {chapter_id!r}: expected some of {sorted(specs)}"
+        )
+    values = {"device": "auto", "seed": 0, **chapter.presets[scale]}
+    values.update({k: v for k, v in overrides.items() if v is not None and k != "ledger_dir"})
+    resolved = {name: specs[name].validate(name, values[name]) for name in specs}
+    for check in chapter.checks:
+        message = check(resolved)
+        if message:
+            raise ValueError(message)
+    if overrides.get("ledger_dir") is not None:
+        resolved["ledger_dir"] = str(overrides["ledger_dir"])
+    return Config(chapter_id, scale, resolved)
