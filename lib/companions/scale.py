@@ -208,7 +208,7 @@ class Config(Mapping):
     """Resolved, validated, read-only parameters of one chapter run (attribute and key access)."""
 
     def __init__(self, chapter: str, scale: str, values: Mapping[str, Any]):
-        self._data = MappingProxyType(dict(values))
+        object.__setattr__(self, "_data", MappingProxyType(dict(values)))
         object.__setattr__(self, "chapter", chapter)
         object.__setattr__(self, "scale", scale)
 
