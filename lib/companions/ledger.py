@@ -85,7 +85,11 @@ class Ledger:
         self.chapter = cfg.chapter
         self.scale = cfg.scale
         self.seed = cfg.get("seed", 0)
-        self.device = device or cfg.get("device", "cpu")
+        if device is None:  # record the device actually used, never 'auto'
+            from companions.runtime import resolve_device
+
+            device = resolve_device(cfg.get("device", "auto")).type
+        self.device = device
         self.params = cfg.params() if hasattr(cfg, "params") else {}
         self.dir = Path(ledger_dir or cfg.get("ledger_dir") or default_dir())
         self.claims: list[dict] = []
@@ -143,9 +147,13 @@ class Ledger:
         self.dir.mkdir(parents=True, exist_ok=True)
         target = self.dir / f"{self.chapter}.json"
         fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=f".{self.chapter}.", suffix=".tmp")
-        with os.fdopen(fd, "w") as fh:
-            json.dump(self.as_dict(), fh, indent=1, allow_nan=False)
-        os.replace(tmp, target)
+        try:
+            with os.fdopen(fd, "w") as fh:
+                json.dump(self.as_dict(), fh, indent=1, allow_nan=False)
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
         return target
 
     def table(self) -> str:
@@ -188,7 +196,13 @@ def load(ledger_dir: str | os.PathLike | None = None) -> list[dict]:
     folder = Path(ledger_dir or default_dir())
     if not folder.is_dir():
         return []
-    return sorted((json.loads(p.read_text()) for p in folder.glob("*.json")), key=lambda d: d["chapter"])
+    ledgers = []
+    for path in sorted(folder.glob("*.json")):
+        data = json.loads(path.read_text())
+        if not isinstance(data, dict) or not {"chapter", "claims"} <= set(data):
+            raise ValueError(f"{path} is not a chapter ledger (it has no 'chapter' and 'claims'): move it out of {folder}")
+        ledgers.append(data)
+    return sorted(ledgers, key=lambda d: d["chapter"])
 
 
 def gathered(ledgers: list[dict]) -> tuple[str, str]:

@@ -216,6 +216,8 @@ class Config(Mapping):
         return self._data[key]
 
     def __getattr__(self, key):
+        if key.startswith("_"):  # copy/pickle probe private names before _data exists
+            raise AttributeError(key)
         try:
             return self._data[key]
         except KeyError:

@@ -1,0 +1,294 @@
+"""Command line of the book: ``python -m companions list | run | ledger``.
+
+``run`` validates every parameter with :func:`companions.preset` before anything is written, then
+converts the chapter's MyST notebook to ``.ipynb`` with jupytext and executes it with papermill in
+the chapter's own folder. The executed notebook and the chapter's ledger land in one output folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import datetime
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from companions import ledger as ledger_mod
+from companions import scale as scale_mod
+
+#: Parameters every chapter takes from the command line's own options, never from ``-p``.
+RESERVED = ("scale", "device", "seed", "ledger_dir")
+KERNEL = "python3"
+
+EPILOG = """\
+examples:
+  python -m companions list
+  python -m companions run looped-gd --scale smoke --device cpu
+  python -m companions run looped-gd --scale paper --device auto -p n_values "[16, 32]" -p d 4
+  python -m companions ledger --dir runs/looped-gd-smoke-20260101-120000
+
+'run' is the same as this pipe (papermill cannot read MyST .md notebooks by itself):
+  jupytext --to ipynb book/x.md -o - | papermill - out.ipynb -p scale paper
+(run it from the notebook's folder, or pass --cwd to papermill, and add -p ledger_dir DIR
+to choose where the chapter writes its ledger).
+"""
+
+
+class ChapterExecutionError(RuntimeError):
+    """A chapter's notebook raised while it ran; the partial executed notebook is kept."""
+
+    def __init__(self, message: str, notebook_path: Path, ledger_path: Path):
+        super().__init__(message)
+        self.notebook_path = notebook_path
+        self.ledger_path = ledger_path
+
+
+# -- helpers ------------------------------------------------------------------------------------
+def parse_value(text: str) -> Any:
+    """A ``-p`` value: a Python literal when it parses as one (``4``, ``0.5``, ``[16, 32]``,
+    ``None``), else the raw string. Tuples become lists (papermill writes lists, not tuples)."""
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return text
+    return _lists(value)
+
+
+def _lists(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return [_lists(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _lists(v) for k, v in value.items()}
+    return value
+
+
+def repository_root() -> Path:
+    """The book's root (the folder holding ``_toc.yml``): above the package, else above the cwd."""
+    import companions
+
+    for start in (Path(companions.__file__).resolve().parent, Path.cwd()):
+        root = ledger_mod.find_root(start)
+        if root is not None:
+            return root
+    raise FileNotFoundError(
+        "cannot find the book's repository root (a folder holding _toc.yml) above the companions "
+        f"package ({Path(companions.__file__).parent}) or the current folder ({Path.cwd()})"
+    )
+
+
+def notebook_source(chapter_id: str) -> Path:
+    """The MyST ``.md`` notebook of a chapter (its ``notebook`` path, relative to the root)."""
+    chapter = scale_mod.get_chapter(chapter_id)
+    path = Path(chapter.notebook)
+    if not path.is_absolute():
+        path = repository_root() / path
+    if path.suffix != ".md":
+        path = path.with_name(path.name + ".md")
+    if not path.is_file():
+        raise FileNotFoundError(f"chapter {chapter_id!r} declares notebook {chapter.notebook!r}, but {path} does not exist")
+    return path
+
+
+def validate(chapter_id: str, scale: str | None, device: str = "auto", seed: int = 0,
+             params: Mapping[str, Any] | None = None) -> scale_mod.Config:
+    """Resolve and validate a run's parameters; a bad value raises ``ValueError`` naming it."""
+    params = dict(params or {})
+    reserved = sorted(set(params) & set(RESERVED))
+    if reserved:
+        raise ValueError(f"parameter(s) {reserved} cannot be passed with -p: use --scale, --device, --seed and --out")
+    cfg = scale_mod.preset(chapter_id, scale, device=device, seed=seed, **params)
+    if cfg["device"] == "cuda":
+        from companions.runtime import resolve_device
+
+        resolve_device("cuda")  # raises ValueError naming 'device' where no GPU is visible
+    return cfg
+
+
+def default_out_dir(chapter_id: str, scale: str) -> Path:
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return Path("runs") / f"{chapter_id}-{scale}-{stamp}"
+
+
+def execute_chapter(chapter_id: str, scale: str | None, out_dir: str | Path, device: str = "auto",
+                    seed: int = 0, params: Mapping[str, Any] | None = None,
+                    progress: bool = True) -> tuple[Path, Path]:
+    """Run one chapter end to end and return ``(executed notebook, ledger)`` paths.
+
+    Every parameter is validated before anything is written (``ValueError`` naming the bad
+    parameter). Then the chapter's MyST notebook is converted with jupytext and executed with
+    papermill (kernel ``python3``, working directory = the notebook's folder) with the parameters
+    ``scale``, ``device``, ``seed``, ``ledger_dir=out_dir`` and ``params``. The executed notebook
+    is ``out_dir/<chapter>.ipynb`` and the chapter writes ``out_dir/<chapter>.json``. If a cell
+    raises, :class:`ChapterExecutionError` is raised and the partial notebook is kept.
+    """
+    import jupytext
+    import nbformat
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    params = dict(params or {})
+    cfg = validate(chapter_id, scale, device=device, seed=seed, params=params)
+    source = notebook_source(chapter_id)
+    notebook = jupytext.read(source)
+
+    out_dir = Path(out_dir).resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    executed = out_dir / f"{chapter_id}.ipynb"
+    ledger_path = out_dir / f"{chapter_id}.json"
+    ledger_path.unlink(missing_ok=True)  # never report a stale ledger of an earlier run
+    parameters = {"scale": cfg.scale, "device": device, "seed": seed, "ledger_dir": str(out_dir), **params}
+
+    try:
+        with tempfile.TemporaryDirectory(prefix="companions-") as tmp:
+            converted = Path(tmp) / f"{chapter_id}.ipynb"
+            nbformat.write(notebook, str(converted))
+            papermill.execute_notebook(
+                str(converted), str(executed), parameters=parameters, kernel_name=KERNEL,
+                language="python", cwd=str(source.parent), progress_bar=progress,
+            )
+    except PapermillExecutionError as err:
+        raise ChapterExecutionError(
+            f"chapter {chapter_id!r} stopped in cell [{err.exec_count}] with {err.ename}: {err.evalue}\n"
+            f"The executed notebook, up to the failing cell, is {executed}"
+            + (f"\nThe chapter's ledger is {ledger_path}" if ledger_path.is_file() else ""),
+            executed, ledger_path,
+        ) from err
+    finally:
+        _record_source(executed, source)
+    if not ledger_path.is_file():
+        raise ChapterExecutionError(
+            f"chapter {chapter_id!r} ran but wrote no ledger at {ledger_path}: does it call Ledger(cfg).finish()?",
+            executed, ledger_path)
+    return executed, ledger_path
+
+
+def _record_source(executed: Path, source: Path) -> None:
+    """Point the executed notebook's papermill metadata at the ``.md`` source, not the temp copy."""
+    if not executed.is_file():
+        return
+    import nbformat
+
+    try:
+        nb = nbformat.read(str(executed), as_version=4)
+    except Exception:  # a half-written notebook is still worth keeping as it is
+        return
+    nb.metadata.setdefault("papermill", {})["input_path"] = str(source)
+    nbformat.write(nb, str(executed))
+
+
+def ledger_report(ledgers: Sequence[dict]) -> str:
+    summary, every = ledger_mod.gathered(list(ledgers))
+    return f"## Per chapter\n\n{summary}\n\n## Every claim\n\n{every}"
+
+
+# -- subcommands --------------------------------------------------------------------------------
+def _fmt_value(value: Any) -> str:
+    return json.dumps(list(value) if isinstance(value, tuple) else value)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    known = scale_mod.chapters()
+    if not known:
+        print("no chapters are declared in the companions package")
+        return 1
+    for chapter in known.values():
+        print(f"{chapter.id}: {chapter.title}")
+        print(f"  notebook: {chapter.notebook}")
+        print(f"  common:   scale: one of {', '.join(scale_mod.SCALES)} (default: ${scale_mod.SCALE_ENV} or 'default')")
+        for name, spec in scale_mod.COMMON.items():
+            print(f"            {name}: {spec.describe()}" + (f" -- {spec.doc}" if spec.doc else ""))
+        print("  parameters:")
+        for name, spec in chapter.params.items():
+            print(f"    {name}: {spec.describe()}" + (f" -- {spec.doc}" if getattr(spec, 'doc', '') else ""))
+            values = "  ".join(f"{s}={_fmt_value(chapter.presets[s][name])}" for s in scale_mod.SCALES)
+            print(f"      {values}")
+        print()
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    params: dict[str, Any] = {}
+    for name, text in args.param or []:
+        params[name] = parse_value(text)
+    try:
+        cfg = validate(args.chapter, args.scale, device=args.device, seed=args.seed, params=params)
+        notebook_source(args.chapter)
+    except (ValueError, FileNotFoundError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    out_dir = Path(args.out) if args.out else default_out_dir(args.chapter, cfg.scale)
+    print(f"output folder: {out_dir}", flush=True)
+    try:
+        executed, ledger_path = execute_chapter(args.chapter, cfg.scale, out_dir, device=args.device,
+                                                seed=args.seed, params=params, progress=not args.quiet)
+    except ChapterExecutionError as err:
+        if err.ledger_path.is_file():
+            print(ledger_report([json.loads(err.ledger_path.read_text())]))
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    print(f"executed notebook: {executed}")
+    print(f"ledger: {ledger_path}\n")
+    print(ledger_report([json.loads(ledger_path.read_text())]))
+    return 0
+
+
+def cmd_ledger(args: argparse.Namespace) -> int:
+    folder = Path(args.dir) if args.dir else ledger_mod.default_dir()
+    try:
+        ledgers = ledger_mod.load(folder)
+        report = ledger_report(ledgers) if ledgers else ""
+    except (ValueError, KeyError, TypeError) as err:  # a JSON file there that is not a ledger
+        print(f"error: a file in {folder} is not a chapter ledger ({type(err).__name__}: {err})", file=sys.stderr)
+        return 2
+    if not ledgers:
+        print(f"no ledgers found in {folder}: run a chapter first (python -m companions run ...), "
+              "or point --dir at a folder holding <chapter>.json files", file=sys.stderr)
+        return 1
+    print(report)
+    failed = [(led["chapter"], c["id"]) for led in ledgers for c in led["claims"] if c["status"] == "fails"]
+    if failed:
+        print(f"\n{len(failed)} claim(s) fail: " + ", ".join(f"{ch}/{cid}" for ch, cid in failed), file=sys.stderr)
+        return 1
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m companions", description="Run and inspect the chapters of the book.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{list,run,ledger}")
+
+    p_list = sub.add_parser("list", help="every chapter, its parameters and their values at each scale")
+    p_list.set_defaults(func=cmd_list)
+
+    p_run = sub.add_parser("run", help="execute a chapter with papermill", epilog=EPILOG,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    p_run.add_argument("chapter", help="chapter id (see 'list')")
+    p_run.add_argument("--scale", default=None,
+                       help=f"one of {', '.join(scale_mod.SCALES)} (default: ${scale_mod.SCALE_ENV}, else 'default')")
+    p_run.add_argument("--device", default="auto", help="auto (CUDA where present), cpu or cuda (default: auto)")
+    p_run.add_argument("--seed", type=int, default=0, help="seed of every random draw (default: 0)")
+    p_run.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
+                       help="a chapter parameter; VALUE is a Python literal (4, 0.5, \"[16, 32]\") or a string")
+    p_run.add_argument("--out", default=None,
+                       help="output folder (default: runs/<chapter>-<scale>-<YYYYmmdd-HHMMSS> under the current folder)")
+    p_run.add_argument("--quiet", action="store_true", help="no progress bar")
+    p_run.set_defaults(func=cmd_run)
+
+    p_led = sub.add_parser("ledger", help="gather the ledgers in a folder into two tables (exit 1 if a claim fails)")
+    p_led.add_argument("--dir", default=None,
+                       help=f"folder of <chapter>.json ledgers (default: ${ledger_mod.LEDGER_ENV}, else <root>/_build/ledger)")
+    p_led.set_defaults(func=cmd_ledger)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,257 @@
+"""Every chapter of ``_toc.yml`` runs end to end at smoke scale, and its ledger says what it should.
+
+The chapters are found from ``_toc.yml`` and the chapters declared in ``lib/companions`` (with
+``register_chapter``): adding a chapter to both makes it tested here, and a toc entry that is not a
+declared chapter fails :func:`test_every_toc_file_is_a_declared_chapter`.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jupytext
+import nbformat
+import papermill
+import pytest
+import yaml
+from papermill.exceptions import PapermillExecutionError
+
+import companions
+from companions.cli import ChapterExecutionError, execute_chapter
+from companions.ledger import CHECK_KINDS, COMPARE_KINDS
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = {"book/intro", "book/ledger"}  # toc entries that are not chapters
+LEDGER_PAGE = ROOT / "book" / "ledger.md"
+SMOKE_SECONDS = 60
+CLAIM_KEYS = {"id", "source", "kind", "status", "expected", "observed", "tolerance", "note"}
+LEDGER_KEYS = {"chapter", "scale", "seed", "device", "params", "wall_seconds", "python", "claims"}
+REQUIRED_PARAMETERS = ("scale", "device", "seed", "ledger_dir")
+
+
+def _strip_md(path: str) -> str:
+    return path[:-3] if path.endswith(".md") else path
+
+
+def toc_files(node=None) -> list[str]:
+    """Every ``file:`` entry of ``_toc.yml``, in order, at any depth (parts, chapters, sections)."""
+    if node is None:
+        node = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    found = []
+    if isinstance(node, dict):
+        if isinstance(node.get("file"), str):
+            found.append(_strip_md(node["file"]))
+        for key, value in node.items():
+            if key != "file":
+                found += toc_files(value)
+    elif isinstance(node, list):
+        for item in node:
+            found += toc_files(item)
+    return found
+
+
+def declared_chapters() -> dict:
+    """The book's declared chapters by notebook path without ``.md`` (test chapters excluded)."""
+    return {_strip_md(ch.notebook): ch for ch in companions.chapters().values() if not ch.id.startswith("_")}
+
+
+TOC_FILES = toc_files()
+DECLARED = declared_chapters()
+CHAPTER_IDS = [DECLARED[f].id for f in TOC_FILES if f in DECLARED]
+HAS_LOOPED = (ROOT / "lib" / "companions" / "looped.py").is_file()
+
+
+def _notebook(chapter_id: str) -> Path:
+    return ROOT / (_strip_md(companions.chapters()[chapter_id].notebook) + ".md")
+
+
+# ---------------------------------------------------------------------------------------------
+# The table of contents and the declared chapters agree
+# ---------------------------------------------------------------------------------------------
+def test_toc_lists_chapters():
+    assert TOC_FILES, "_toc.yml lists no file"
+    assert len(TOC_FILES) == len(set(TOC_FILES)), "a file is listed twice in _toc.yml"
+
+
+@pytest.mark.parametrize("path", TOC_FILES)
+def test_every_toc_file_is_a_declared_chapter(path):
+    assert (ROOT / (path + ".md")).is_file(), f"_toc.yml lists {path}, but {path}.md does not exist"
+    assert path in DECLARED or path in PAGES, (
+        f"{path} is in _toc.yml but no topic module declares it: add register_chapter(Chapter(..., "
+        f"notebook='{path}.md', ...)) to its module in lib/companions")
+
+
+@pytest.mark.parametrize("chapter_id", [ch.id for ch in DECLARED.values()])
+def test_every_declared_chapter_is_in_the_toc(chapter_id):
+    notebook = _strip_md(companions.chapters()[chapter_id].notebook)
+    assert notebook in TOC_FILES, f"chapter {chapter_id!r} ({notebook}.md) is declared but not listed in _toc.yml"
+
+
+# ---------------------------------------------------------------------------------------------
+# Lint: the anatomy every chapter notebook shares
+# ---------------------------------------------------------------------------------------------
+def _front_matter(path: Path) -> dict:
+    text = path.read_text()
+    assert text.startswith("---\n"), f"{path} does not start with a jupytext YAML header"
+    return yaml.safe_load(text[4:text.index("\n---", 4)])
+
+
+def _parameters_cell(path: Path):
+    cells = [c for c in jupytext.read(path).cells
+             if c.cell_type == "code" and "parameters" in c.metadata.get("tags", [])]
+    assert len(cells) == 1, f"{path} has {len(cells)} cells tagged 'parameters' (expected exactly one)"
+    assigned = {}
+    for stmt in ast.parse(cells[0].source).body:
+        if isinstance(stmt, ast.Assign):
+            for target in stmt.targets:
+                if isinstance(target, ast.Name):
+                    assigned[target.id] = stmt.value
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            assigned[stmt.target.id] = stmt.value
+    return assigned
+
+
+@pytest.mark.parametrize("chapter_id", CHAPTER_IDS)
+def test_chapter_header(chapter_id):
+    header = _front_matter(_notebook(chapter_id))
+    rep = header.get("jupytext", {}).get("text_representation", {})
+    assert rep.get("extension") == ".md" and rep.get("format_name") == "myst" and rep.get("format_version"), (
+        f"incomplete jupytext header: {header.get('jupytext')}")
+    kernel = header.get("kernelspec", {})
+    assert kernel.get("name") == "python3", f"kernelspec name must be 'python3', not {kernel.get('name')!r}"
+    assert kernel.get("language") == "python" and kernel.get("display_name")
+
+
+@pytest.mark.parametrize("chapter_id", CHAPTER_IDS)
+def test_chapter_parameters_cell(chapter_id):
+    assigned = _parameters_cell(_notebook(chapter_id))
+    missing = [p for p in REQUIRED_PARAMETERS if p not in assigned]
+    assert not missing, f"the parameters cell does not set {missing}"
+    # None lets $BOOK_SCALE / $BOOK_LEDGER_DIR choose during a book build (jupyter-book passes no parameters)
+    for name in ("scale", "ledger_dir"):
+        assert isinstance(assigned[name], ast.Constant) and assigned[name].value is None, (
+            f"'{name}' must default to None in the parameters cell")
+    # every knob of the chapter can be passed by papermill (-p NAME VALUE) and reaches preset()
+    knobs = [p for p in companions.chapters()[chapter_id].params if p not in assigned]
+    assert not knobs, f"the parameters cell does not set the chapter's knobs {knobs}"
+
+
+@pytest.mark.parametrize("chapter_id", CHAPTER_IDS)
+def test_no_ipynb_twin_is_committed(chapter_id):
+    twin = _notebook(chapter_id).with_suffix(".ipynb").relative_to(ROOT)
+    try:
+        tracked = subprocess.run(["git", "ls-files", "--", str(twin)], cwd=ROOT, capture_output=True,
+                                 text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):  # not a git checkout: look at the folder
+        tracked = str(twin) if (ROOT / twin).exists() else ""
+    assert not tracked, f"{twin} is committed next to its MyST source: remove it (git rm --cached)"
+
+
+# ---------------------------------------------------------------------------------------------
+# Every chapter runs at smoke scale through papermill, and its ledger is sound
+# ---------------------------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def smoke_runs(tmp_path_factory):
+    """Run each chapter once per session into one shared ledger folder (``smoke_runs.folder``)."""
+    folder = tmp_path_factory.mktemp("smoke-ledgers")
+    results: dict[str, object] = {}
+
+    def run(chapter_id: str) -> tuple[Path, Path]:
+        if chapter_id not in results:
+            try:
+                results[chapter_id] = execute_chapter(chapter_id, "smoke", folder, device="cpu", progress=False)
+            except Exception as err:  # remembered, so a later test reports it without rerunning
+                results[chapter_id] = err
+        result = results[chapter_id]
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    run.folder = folder
+    return run
+
+
+@pytest.mark.parametrize("chapter_id", CHAPTER_IDS)
+def test_chapter_runs_at_smoke_scale(smoke_runs, chapter_id):
+    executed, ledger_path = smoke_runs(chapter_id)
+    assert executed.is_file()
+    ledger = json.loads(ledger_path.read_text())
+    assert LEDGER_KEYS <= set(ledger), f"ledger lacks {LEDGER_KEYS - set(ledger)}"
+    assert ledger["chapter"] == chapter_id and ledger["scale"] == "smoke"
+    assert ledger["device"] == "cpu" and ledger["seed"] == 0
+    assert ledger["wall_seconds"] < SMOKE_SECONDS, f"smoke scale took {ledger['wall_seconds']} s"
+    # the kernel ran this environment's Python (a foreign user-level 'python3' kernel would not)
+    assert Path(ledger["python"]).is_relative_to(Path(sys.prefix).absolute()), (
+        f"the chapter ran in {ledger['python']}, outside {sys.prefix}: register the kernel with "
+        "'python -m ipykernel install --sys-prefix --name python3'")
+
+    claims = ledger["claims"]
+    assert len(claims) >= 5, f"only {len(claims)} claims"
+    assert len({c["id"] for c in claims}) == len(claims), "claim ids repeat"
+    for claim in claims:
+        assert CLAIM_KEYS <= set(claim), f"claim {claim.get('id')} lacks {CLAIM_KEYS - set(claim)}"
+        assert claim["source"], f"claim {claim['id']} names no source"
+        if claim["kind"] in CHECK_KINDS:
+            assert claim["status"] in ("holds", "fails"), claim
+        else:
+            assert claim["kind"] in COMPARE_KINDS and claim["status"] in ("reproduced", "differs"), claim
+        if claim["status"] == "differs":
+            assert claim["note"].strip(), f"claim {claim['id']} differs from the source without a note"
+    failed = [c["id"] for c in claims if c["status"] == "fails"]
+    assert not failed, f"claims fail: {failed}"
+
+
+@pytest.mark.parametrize("chapter_id", CHAPTER_IDS)
+def test_chapter_stops_on_a_bad_parameter(chapter_id, tmp_path):
+    """Run through papermill directly (bypassing the CLI's own validation): the chapter itself must
+    stop at its preset cell with a ValueError naming the parameter, before it writes a ledger."""
+    notebook = _notebook(chapter_id)
+    converted = tmp_path / "in.ipynb"
+    nbformat.write(jupytext.read(notebook), str(converted))
+    with pytest.raises(PapermillExecutionError) as err:
+        papermill.execute_notebook(
+            str(converted), str(tmp_path / "out.ipynb"), kernel_name="python3", cwd=str(notebook.parent),
+            parameters={"scale": "smoke", "device": "cpu", "seed": -1, "ledger_dir": str(tmp_path / "led")},
+            progress_bar=False)
+    assert err.value.ename == "ValueError" and "'seed'" in err.value.evalue
+    assert not (tmp_path / "led").exists()
+
+
+def test_ledger_page_gathers_every_chapter(smoke_runs, tmp_path):
+    written = []
+    for chapter_id in CHAPTER_IDS:  # a chapter that fails is reported by its own test; its ledger still counts
+        try:
+            smoke_runs(chapter_id)
+        except ChapterExecutionError:
+            pass
+        if (smoke_runs.folder / f"{chapter_id}.json").is_file():
+            written.append(chapter_id)
+    if not written:
+        pytest.skip("no chapter wrote a ledger")
+    converted = tmp_path / "ledger.ipynb"
+    nbformat.write(jupytext.read(LEDGER_PAGE), str(converted))
+    nb = papermill.execute_notebook(
+        str(converted), str(tmp_path / "ledger-out.ipynb"), kernel_name="python3", cwd=str(LEDGER_PAGE.parent),
+        parameters={"ledger_dir": str(smoke_runs.folder)}, progress_bar=False)
+    shown = json.dumps([out for cell in nb.cells if cell.cell_type == "code" for out in cell.get("outputs", [])])
+    for chapter_id in written:
+        assert f"| {chapter_id} | smoke |" in shown, f"the ledger page does not show {chapter_id}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Parameters of the first chapter are validated with clear messages
+# ---------------------------------------------------------------------------------------------
+@pytest.mark.skipif(not HAS_LOOPED, reason="lib/companions/looped.py is not written yet")
+def test_looped_bad_parameters_are_named():
+    with pytest.raises(ValueError, match="n_values"):
+        companions.preset("looped-gd", "smoke", n_values=[0])
+    with pytest.raises(ValueError, match="'scale'"):
+        companions.preset("looped-gd", "huge")
+    with pytest.raises(ValueError, match="'d'"):
+        companions.preset("looped-gd", "smoke", d=0)
+    cfg = companions.preset("looped-gd", "smoke")
+    assert cfg.scale == "smoke" and cfg.chapter == "looped-gd"
