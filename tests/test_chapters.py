@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -203,6 +204,27 @@ def test_chapter_runs_at_smoke_scale(smoke_runs, chapter_id):
             assert claim["note"].strip(), f"claim {claim['id']} differs from the source without a note"
     failed = [c["id"] for c in claims if c["status"] == "fails"]
     assert not failed, f"claims fail: {failed}"
+
+
+#: One redraw of a tqdm text bar, e.g. "training seed 0:  40%|####      | 600/1500 [00:04<00:06, 140.2it/s]".
+PROGRESS_BAR = re.compile(r"^[^|\n]*\d+%\|[^|]*\| *\d+/\d+ \[[^\]]*\]$")
+
+
+@pytest.mark.parametrize("chapter_id", CHAPTER_IDS)
+def test_chapter_writes_nothing_to_stderr_but_progress_bars(smoke_runs, chapter_id):
+    """The book build hides a chapter's stderr (its progress bars); any other stderr output, such as a
+    warning, must not hide there, so it fails here."""
+    executed, _ = smoke_runs(chapter_id)
+    nb = nbformat.read(str(executed), as_version=4)
+    stray = [piece for cell in nb.cells if cell.cell_type == "code" for out in cell.get("outputs", [])
+             if out.get("output_type") == "stream" and out.get("name") == "stderr"
+             for piece in re.split(r"[\r\n]+", out.get("text", "")) if piece.strip() and not PROGRESS_BAR.match(piece.strip())]
+    assert not stray, f"chapter {chapter_id!r} wrote to stderr: {stray[:3]}"
+
+
+def test_progress_bar_pattern():
+    assert PROGRESS_BAR.match("training seed 0:  40%|####      | 600/1500 [00:04<00:06, 140.2it/s]")
+    assert not PROGRESS_BAR.match("UserWarning: something is off")
 
 
 @pytest.mark.parametrize("chapter_id", CHAPTER_IDS)

@@ -356,9 +356,11 @@ def convergence_run(n: int, d: int, loops: int, trials: int, alpha: float, gener
 
 
 def kappa_distribution(n: int, d: int, draws: int, generator: torch.Generator, group: int = 10,
-                       dtype=torch.float64, device="cpu", chunk: int = 20000):
+                       dtype=torch.float64, device="cpu", max_elements: int = 2**24):
     """Condition numbers of ``draws`` Gaussian prompts, and the 5%-95% range of the mean of ``group``
-    of them (the paper averages 10 trials). Returns ``(kappas, (q05, q95))``."""
+    of them (the paper averages 10 trials). Returns ``(kappas, (q05, q95))``. Prompts are drawn in
+    chunks of at most ``max_elements`` numbers, so memory stays bounded at any ``n``, ``d``."""
+    chunk = max(1, max_elements // (n * d))
     kappas = []
     for start in range(0, draws, chunk):
         size = min(chunk, draws - start)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
-from tqdm.auto import tqdm
+from tqdm.std import tqdm  # plain text bars: tqdm.auto needs ipywidgets in a notebook
 
 
 @dataclass
