@@ -217,4 +217,6 @@ def test_chapter_parameters_are_validated():
         preset("looped-gd", "smoke", alpha=0.0)
     with pytest.raises(ValueError, match="train_n"):
         preset("looped-gd", "smoke", train_n=4)
+    with pytest.raises(ValueError, match="n_values"):
+        preset("looped-gd", "smoke", n_values=[16])  # the chapter compares two or more n
     assert preset("looped-gd", "smoke", n_values=[8, 9]).n_values == (8, 9)

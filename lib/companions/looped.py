@@ -44,12 +44,12 @@ CHAPTER = register_chapter(Chapter(
     notebook="book/in-context/looped-gd.md",
     params={
         "d": Int(1, 512, doc="feature dimension of the prompt (Definition 8.2)"),
-        "n_values": ListOf(Int(2, 1_000_000), doc="prompt lengths n of Figure 8.1"),
+        "n_values": ListOf(Int(2, 1_000_000), min_len=2, doc="prompt lengths n of Figure 8.1 (two or more: the chapter compares them)"),
         "loops": Int(1, 100_000, doc="number of loops T"),
         "trials": Int(1, 100_000, doc="prompts per n in Figure 8.1"),
         "alpha": Float(-1e6, 1e6, doc="the query alpha (nonzero)"),
         "kappa_draws": Int(10, 10_000_000, doc="prompts drawn per n for the distribution of kappa"),
-        "mp_dims": ListOf(Int(1, 4096), doc="dimensions d of the Marchenko-Pastur sweep"),
+        "mp_dims": ListOf(Int(1, 4096), min_len=2, doc="dimensions d of the Marchenko-Pastur sweep (two or more)"),
         "mp_ratios": ListOf(Int(2, 1024), doc="ratios n/d of the Marchenko-Pastur sweep"),
         "mp_draws": Int(5, 1_000_000, doc="prompts per (d, n/d) in the Marchenko-Pastur sweep"),
         "train_d": Int(1, 512, doc="d of the trained looped transformer"),
@@ -288,7 +288,7 @@ def fixed_step_rate(X: torch.Tensor, eta) -> torch.Tensor:
     """(D5) Per-prompt contraction factor ``max_i |1 - eta lambda_i|`` of GD with a fixed step:
     it converges iff this is < 1, i.e. iff ``0 < eta < 2 / lambda_max``."""
     eig = gram_eigenvalues(X)
-    return (1 - torch.as_tensor(eta, dtype=X.dtype).unsqueeze(-1) * eig).abs().amax(-1)
+    return (1 - torch.as_tensor(eta, dtype=X.dtype, device=X.device).unsqueeze(-1) * eig).abs().amax(-1)
 
 
 def null_space_error(X: torch.Tensor, theta_star: torch.Tensor, alpha=1.0) -> torch.Tensor:
@@ -439,8 +439,9 @@ def symbolic_theorem_8_14(n: int = 3, d: int = 2, loops: int = 3) -> dict:
         theta = (theta - eta * (X.T * X * theta - X.T * y)).applyfunc(sp.expand)
         hidden.append((Z[n, :d].T + alpha * theta).applyfunc(sp.expand))
     tf = -Z[n, :d].T
-    rng = sp.Rational
-    point = {s: rng((7 * k + 3) % 11 - 5, 1 + k % 3) for k, s in enumerate(sorted(X.free_symbols | y.free_symbols, key=str))}
+    # A fixed rational point of the symbols (deterministic, exact) at which to test realizability.
+    symbols = sorted(X.free_symbols | y.free_symbols, key=str)
+    point = {s: sp.Rational((7 * k + 3) % 11 - 5, 1 + k % 3) for k, s in enumerate(symbols)}
     aug = sp.Matrix(sp.BlockMatrix([[X, y]])).subs(point)
     return {
         "tf_minus_gd": (tf - alpha * theta).applyfunc(sp.expand),
