@@ -325,7 +325,12 @@ class ConvergenceRun:
     exact_sq: torch.Tensor       # (T+1, trials) the same from the closed form (D1)
     tf_err: torch.Tensor         # (T+1, trials) |<TF, theta*> - alpha|
     exact_err: torch.Tensor      # (T+1, trials) the same from (D1)
-    tf_minus_gd: float           # max |TF/alpha - theta_GD| over loops and trials
+    tf_minus_gd_per_loop: torch.Tensor  # (T+1,) max over trials of |TF/alpha - theta_GD|
+
+    @property
+    def tf_minus_gd(self) -> float:
+        """max |TF/alpha - theta_GD| over loops and trials."""
+        return float(self.tf_minus_gd_per_loop.max())
 
     @property
     def above_floor(self) -> torch.Tensor:
@@ -351,7 +356,7 @@ def convergence_run(n: int, d: int, loops: int, trials: int, alpha: float, gener
         exact_sq=(exact_sq / norm0).cpu(),
         tf_err=prediction_error(outs, theta, alpha).cpu(),
         exact_err=exact_err.cpu(),
-        tf_minus_gd=float((theta_tf - theta_gd).abs().max()),
+        tf_minus_gd_per_loop=(theta_tf - theta_gd).abs().amax(dim=(-2, -1)).cpu(),
     )
 
 
