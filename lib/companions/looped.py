@@ -19,14 +19,15 @@ import sympy as sp
 import torch
 
 from companions.scale import Chapter, Float, Int, ListOf, register_chapter
-from companions.train import History, fit
+from companions.train import fit
 
 # ---------------------------------------------------------------------------------------------
 # The chapter's parameters and presets
 # ---------------------------------------------------------------------------------------------
 
 
-def _n_exceeds_d(p):
+def _check_parameter_pairs(p):
+    """Constraints between parameters (a message naming the parameter, or None)."""
     bad = [n for n in p["n_values"] if n <= p["d"]]
     if bad:
         return (f"parameter 'n_values' = {list(p['n_values'])} is not allowed: every n must exceed d = {p['d']} "
@@ -70,7 +71,7 @@ CHAPTER = register_chapter(Chapter(
                       mp_dims=[4, 16, 64, 256], mp_ratios=[2, 4, 8, 16, 32, 64], mp_draws=1000,
                       train_d=16, train_n=256, train_loops=20, train_steps=5000, train_batch=512, train_seeds=8),
     },
-    checks=(_n_exceeds_d,),
+    checks=(_check_parameter_pairs,),
 ))
 
 #: The average condition numbers the source reports for n = 16, 32, 64, 128 (Section 8.6).
