@@ -1,0 +1,460 @@
+"""Graded assignments built from the chapters, with otter-grader.
+
+A chapter marks a **graded question** with three pieces, all in its own MyST notebook:
+
+1. an ``{exercise}`` block with a ``:label:`` (the question's name);
+2. a gated solution, ``{solution-start} <label>`` ... ``{solution-end}``, whose code cells hold the
+   answer; every line a student must write ends with ``# SOLUTION`` (or sits between
+   ``# BEGIN SOLUTION`` and ``# END SOLUTION``), otter's own markers;
+3. one code cell, tagged ``remove-cell`` so the book does not show it, whose metadata says
+   ``grader: {question: <label>, points: N}``: the hidden test. It runs in every build of the book
+   and in the chapter's tests, so a solution that stops passing its own test fails there.
+
+:func:`master_notebook` turns the chapter into an otter master notebook; :func:`build_assignment`
+runs ``otter assign`` on it and leaves ``student/<chapter>.ipynb`` (solutions removed, tests
+hidden, everything else runnable) and ``autograder/<chapter>-autograder.zip``;
+:func:`grade` runs ``otter run`` (no Docker) and returns the points per question.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Iterable
+
+import nbformat
+import sympy as sp
+
+#: Fenced MyST directives: ```{name} args ... ``` or :::{name} args ... ::: (any fence length >= 3).
+_FENCE_OPEN = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>[\w:-]+)\}[ \t]*(?P<args>.*)$")
+_OPTION = re.compile(r"^:(?P<key>[\w-]+):[ \t]*(?P<value>.*)$")
+_TITLES = {
+    "prf:theorem": "Theorem", "prf:lemma": "Lemma", "prf:definition": "Definition",
+    "prf:corollary": "Corollary", "prf:proposition": "Proposition", "prf:remark": "Remark",
+    "prf:proof": "Proof", "prf:assumption": "Assumption", "prf:conjecture": "Conjecture",
+    "prf:example": "Example", "prf:property": "Property", "prf:observation": "Observation",
+    "prf:algorithm": "Algorithm", "prf:axiom": "Axiom", "prf:criterion": "Criterion",
+    "note": "Note", "warning": "Warning", "important": "Important", "tip": "Tip", "caution": "Caution",
+    "attention": "Attention", "danger": "Danger", "error": "Error", "hint": "Hint", "seealso": "See also",
+    "admonition": "",
+}
+INTERPRETATION_PROMPT = "_Explain your answer in a markdown cell below this one._"
+
+
+class AssignmentError(ValueError):
+    """A chapter's graded questions are malformed; the message names the chapter and the question."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Question:
+    """One graded question of a chapter."""
+    name: str           # the exercise's label
+    points: float
+    prompt: str         # the exercise, as plain markdown
+    has_prose: bool     # its solution explains in words too (an interpretation to write)
+
+
+# -- MyST blocks --------------------------------------------------------------------------------
+@dataclasses.dataclass
+class _Block:
+    kind: str            # 'text' or a directive name
+    text: str            # the raw text (for 'text') or the body (for a directive)
+    args: str = ""
+    options: dict = dataclasses.field(default_factory=dict)
+
+
+def _split_blocks(markdown: str) -> list[_Block]:
+    """Split a markdown cell into top-level fenced directives and the text between them."""
+    blocks, text = [], []
+    lines = markdown.splitlines()
+    i = 0
+    while i < len(lines):
+        match = _FENCE_OPEN.match(lines[i])
+        if not match:
+            text.append(lines[i])
+            i += 1
+            continue
+        if text:
+            blocks.append(_Block("text", "\n".join(text)))
+            text = []
+        fence, depth, j = match["fence"], 1, i + 1
+        body = []
+        while j < len(lines):
+            inner = _FENCE_OPEN.match(lines[j])
+            if inner and inner["fence"] == fence:
+                depth += 1
+            elif lines[j].strip() == fence:
+                depth -= 1
+                if depth == 0:
+                    break
+            body.append(lines[j])
+            j += 1
+        options = {}
+        while body and (option := _OPTION.match(body[0])):
+            options[option["key"]] = option["value"].strip()
+            body.pop(0)
+        blocks.append(_Block(match["name"], "\n".join(body).strip("\n"), match["args"].strip(), options))
+        i = j + 1
+    if text:
+        blocks.append(_Block("text", "\n".join(text)))
+    return blocks
+
+
+def plain_markdown(markdown: str) -> str:
+    """MyST markdown as Jupyter renders it: theorem and admonition directives become block quotes
+    with a bold title, roles become plain text, label targets go. (Cosmetic: for the student
+    notebook, which is read in Jupyter, not Sphinx.)"""
+    out = []
+    for block in _split_blocks(markdown):
+        if block.kind == "text":
+            text = re.sub(r"^\([\w:-]+\)=[ \t]*$", "", block.text, flags=re.M)
+            out.append(text)
+        elif block.kind in ("math",):
+            out.append(f"$$\n{block.text}\n$$")
+        elif block.kind in ("exercise",):
+            title = f"Exercise ({block.options.get('label', '')})" + (f": {block.args}" if block.args else "")
+            out.append(f"**{title}**\n\n{plain_markdown(block.text)}")
+        elif block.kind in ("solution", "solution-start", "solution-end"):
+            continue
+        else:
+            name = _TITLES.get(block.kind, block.kind)
+            if name and block.args.startswith(name):  # "Theorem 8.16: ..." already names its kind
+                name = ""
+            title = " ".join(part for part in (name, block.args) if part)
+            quoted = "\n".join(f"> {line}" if line else ">" for line in plain_markdown(block.text).splitlines())
+            out.append(f"> **{title}**\n>\n{quoted}" if title else quoted)
+    text = "\n\n".join(part.strip("\n") for part in out if part.strip())
+    text = re.sub(r"\{(?:cite|cite:p|cite:t)\}`([^`]*)`", r"[\1]", text)
+    text = re.sub(r"\{(?:ref|numref|prf:ref|eq|doc)\}`(?:([^`<]*?)\s*<[^`]*>|([^`]*))`",
+                  lambda m: (m[1] or m[2]).strip(), text)
+    return re.sub(r"\n{3,}", "\n\n", text).strip()
+
+
+def _has_solution_marker(code: str) -> bool:
+    return bool(re.search(r"#\s*(SOLUTION|BEGIN SOLUTION)\b", code))
+
+
+# -- the chapter, read as questions ---------------------------------------------------------------
+def read_chapter(source: str | Path) -> nbformat.NotebookNode:
+    """A chapter's MyST notebook as an nbformat notebook (jupytext)."""
+    import jupytext
+    return jupytext.read(Path(source))
+
+
+def _grader(cell) -> dict | None:
+    info = cell.get("metadata", {}).get("grader")
+    if info is None:
+        return None
+    if not isinstance(info, dict) or "question" not in info or "points" not in info:
+        raise AssignmentError(f"a grader cell needs metadata 'grader: {{question: LABEL, points: N}}', got {info!r}")
+    return info
+
+
+def questions(nb: nbformat.NotebookNode, chapter: str = "chapter") -> list[Question]:
+    """The graded questions of a chapter, in order, each checked to have its exercise, its gated
+    solution with marked answer lines, and exactly one hidden test cell."""
+    exercises, solutions, graders = {}, {}, {}
+    current = None
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for block in _split_blocks(cell.source):
+                if block.kind == "exercise" and "label" in block.options:
+                    exercises[block.options["label"]] = plain_markdown(cell_block_markdown(block))
+                elif block.kind == "solution-start":
+                    current = block.args
+                    solutions[current] = {"code": [], "prose": bool(block.text.strip())}
+                elif block.kind == "solution-end":
+                    current = None
+                elif current is not None and block.kind == "text" and block.text.strip():
+                    solutions[current]["prose"] = True
+        elif cell.cell_type == "code":
+            info = _grader(cell)
+            if info is not None:
+                name = str(info["question"])
+                if name in graders:
+                    raise AssignmentError(f"{chapter}: question {name!r} has more than one grader cell")
+                if "remove-cell" not in cell.metadata.get("tags", []):
+                    raise AssignmentError(f"{chapter}: the grader cell of {name!r} must be tagged remove-cell")
+                graders[name] = info
+            elif current is not None:
+                solutions[current]["code"].append(cell.source)
+    found = []
+    for name, info in graders.items():
+        if name not in exercises:
+            raise AssignmentError(f"{chapter}: grader cell for {name!r}, but no exercise with :label: {name}")
+        if name not in solutions or not solutions[name]["code"]:
+            raise AssignmentError(f"{chapter}: question {name!r} needs a gated solution "
+                                  f"({{solution-start}} {name} ... {{solution-end}}) with code cells")
+        unmarked = [code for code in solutions[name]["code"] if not _has_solution_marker(code)]
+        if unmarked:
+            raise AssignmentError(f"{chapter}: a solution cell of {name!r} marks no answer line with "
+                                  f"'# SOLUTION' (it would reach students whole): {unmarked[0][:60]!r}")
+        points = info["points"]
+        if not isinstance(points, (int, float)) or points <= 0:
+            raise AssignmentError(f"{chapter}: points of {name!r} must be a positive number, got {points!r}")
+        found.append(Question(name, float(points), exercises[name], solutions[name]["prose"]))
+    return found
+
+
+def cell_block_markdown(block: _Block) -> str:
+    """An exercise block back as MyST text (for :func:`plain_markdown`)."""
+    options = "".join(f":{k}: {v}\n" for k, v in block.options.items())
+    return f"```{{exercise}} {block.args}\n{options}\n{block.text}\n```"
+
+
+# -- the otter master ------------------------------------------------------------------------------
+def _raw(text: str):
+    return nbformat.v4.new_raw_cell(text)
+
+
+def _set_scale(source: str, scale: str | None) -> str:
+    if scale is None:
+        return source
+    new, count = re.subn(r"^scale\s*=.*$", f"scale = {scale!r}  # set by the assignment build", source,
+                         count=1, flags=re.M)
+    if not count:
+        raise AssignmentError("the parameters cell has no 'scale = ...' line to set")
+    return new
+
+
+def master_notebook(nb: nbformat.NotebookNode, chapter: str, scale: str | None = "smoke") -> nbformat.NotebookNode:
+    """The otter master notebook of a chapter: its cells in order, theorem and admonition blocks as
+    plain markdown, the scale fixed to ``scale``, non-graded solutions removed, and each graded
+    question wrapped in otter's ``BEGIN QUESTION`` / ``SOLUTION`` / ``TESTS`` raw cells."""
+    graded = {q.name: q for q in questions(nb, chapter)}
+    if not graded:
+        raise AssignmentError(f"{chapter}: no graded question (a code cell with 'grader' metadata)")
+    config = {"name": chapter, "generate": True, "run_tests": False, "init_cell": False,
+              "check_all_cell": False, "export_cell": False, "solutions_pdf": False}
+    out = nbformat.v4.new_notebook(metadata={"kernelspec": dict(nb.metadata.get("kernelspec", {}))
+                                              or {"name": "python3", "display_name": "Python 3", "language": "python"}})
+    cells = out.cells
+    cells.append(_raw("# ASSIGNMENT CONFIG\n" + "\n".join(f"{k}: {json.dumps(v)}" for k, v in config.items())))
+    solution = None       # label of the solution being read, graded or not
+    pending_text: list[str] = []
+
+    def flush():
+        text = plain_markdown("\n\n".join(pending_text))
+        pending_text.clear()
+        if text:
+            cells.append(nbformat.v4.new_markdown_cell(text))
+
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for block in _split_blocks(cell.source):
+                if block.kind == "exercise" and block.options.get("label") in graded:
+                    flush()
+                    q = graded[block.options["label"]]
+                    cells.append(_raw(f"# BEGIN QUESTION\nname: {q.name}\npoints: {q.points:g}"))
+                    prompt = q.prompt + (f"\n\n{INTERPRETATION_PROMPT}" if q.has_prose else "")
+                    cells.append(nbformat.v4.new_markdown_cell(prompt))
+                elif block.kind == "solution-start":
+                    flush()
+                    solution = block.args
+                    if solution in graded:
+                        cells.append(_raw("# BEGIN SOLUTION"))
+                elif block.kind == "solution-end":
+                    if solution in graded:
+                        cells.append(_raw("# END SOLUTION"))
+                    solution = None
+                elif solution is not None or block.kind == "solution":
+                    continue
+                elif block.kind == "exercise":
+                    pending_text.append(cell_block_markdown(block))
+                elif block.kind == "text":
+                    pending_text.append(block.text)
+                else:
+                    pending_text.append(_reassemble(block))
+            continue
+        flush()
+        info = _grader(cell) if cell.cell_type == "code" else None
+        if info is not None:
+            header = '""" # BEGIN TEST CONFIG\nhidden: true\n""" # END TEST CONFIG\n'
+            cells.extend([_raw("# BEGIN TESTS"), nbformat.v4.new_code_cell(header + cell.source),
+                          _raw("# END TESTS"), _raw("# END QUESTION")])
+        elif solution is not None and solution not in graded:
+            continue
+        elif cell.cell_type == "code":
+            source = cell.source
+            tags = list(cell.metadata.get("tags", []))
+            if "parameters" in tags:
+                source = _set_scale(source, scale)
+            cells.append(nbformat.v4.new_code_cell(source, metadata={"tags": tags} if tags else {}))
+        else:
+            cells.append(nbformat.v4.new_raw_cell(cell.source))
+    flush()
+    return out
+
+
+def _reassemble(block: _Block) -> str:
+    options = "".join(f":{k}: {v}\n" for k, v in block.options.items())
+    return f"```{{{block.kind}}} {block.args}\n{options}\n{block.text}\n```"
+
+
+# -- otter ------------------------------------------------------------------------------------------
+def _otter(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    done = subprocess.run([sys.executable, "-m", "otter", *args], cwd=cwd, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"otter {args[0]} failed (exit {done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    return done
+
+
+@dataclasses.dataclass(frozen=True)
+class Bundle:
+    """An assignment's files: the otter master, the solution notebook (what a perfect submission
+    looks like), the student notebook and the autograder zip."""
+    chapter: str
+    folder: Path
+    master: Path
+    solution: Path
+    student: Path
+    autograder: Path
+    questions: tuple[Question, ...]
+
+
+def build_assignment(chapter: str, source: str | Path, out_dir: str | Path, scale: str | None = "smoke") -> Bundle:
+    """Build ``<out_dir>/<chapter>/``: ``master.ipynb`` (otter's input, with solutions and tests),
+    ``solution/<chapter>.ipynb`` (a submission with every answer filled in), ``student/<chapter>.ipynb`` and ``autograder/<chapter>-autograder.zip``. Built in a temporary
+    folder and moved into place, so a failure leaves nothing half-written."""
+    nb = read_chapter(source)
+    master = master_notebook(nb, chapter, scale)
+    target = Path(out_dir) / chapter
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{chapter}-") as tmp:
+        work = Path(tmp)
+        nbformat.write(master, work / f"{chapter}.ipynb")
+        _otter("assign", "-v", f"{chapter}.ipynb", "dist", cwd=work)
+        final = work / "bundle"
+        for part in ("student", "solution", "autograder"):
+            (final / part).mkdir(parents=True)
+        shutil.copy(work / f"{chapter}.ipynb", final / "master.ipynb")
+        shutil.copy(work / "dist" / "autograder" / f"{chapter}.ipynb", final / "solution" / f"{chapter}.ipynb")
+        shutil.copy(work / "dist" / "student" / f"{chapter}.ipynb", final / "student" / f"{chapter}.ipynb")
+        zips = sorted((work / "dist" / "autograder").glob("*.zip"))
+        if len(zips) != 1:
+            raise RuntimeError(f"otter assign left {len(zips)} autograder zips for {chapter}")
+        shutil.copy(zips[0], final / "autograder" / f"{chapter}-autograder.zip")
+        if target.exists():
+            shutil.rmtree(target)
+        final.rename(target)
+    return Bundle(chapter, target, target / "master.ipynb", target / "solution" / f"{chapter}.ipynb",
+                  target / "student" / f"{chapter}.ipynb",
+                  target / "autograder" / f"{chapter}-autograder.zip", tuple(questions(nb, chapter)))
+
+
+@dataclasses.dataclass(frozen=True)
+class Grade:
+    """Points per question of one graded submission."""
+    scores: dict          # question -> points earned
+    possible: dict        # question -> points possible
+    outputs: dict         # question -> otter's test output
+
+    @property
+    def total(self) -> float:
+        return sum(self.scores.values())
+
+    @property
+    def max_total(self) -> float:
+        return sum(self.possible.values())
+
+    def table(self) -> str:
+        width = max([len(q) for q in self.scores] + [8])
+        lines = [f"{'question':<{width}}  points", f"{'-' * width}  ------"]
+        lines += [f"{q:<{width}}  {self.scores[q]:g} / {self.possible[q]:g}" for q in self.scores]
+        lines.append(f"{'total':<{width}}  {self.total:g} / {self.max_total:g}")
+        return "\n".join(lines)
+
+
+def grade(autograder: str | Path, submission: str | Path, out_dir: str | Path | None = None) -> Grade:
+    """Grade a submitted notebook with ``otter run`` (no containers): the notebook is executed
+    and the hidden tests of the autograder zip are run against it."""
+    autograder, submission = Path(autograder).resolve(), Path(submission).resolve()
+    for what, path in (("autograder", autograder), ("submission", submission)):
+        if not path.is_file():
+            raise FileNotFoundError(f"{what}: no such file {path}")
+    with tempfile.TemporaryDirectory(prefix="grade-") as tmp:
+        results_dir = Path(out_dir).resolve() if out_dir else Path(tmp)
+        results_dir.mkdir(parents=True, exist_ok=True)
+        _otter("run", "-a", str(autograder), "-o", str(results_dir), str(submission), cwd=Path(tmp))
+        results = json.loads((results_dir / "results.json").read_text())
+    scores, possible, outputs = {}, {}, {}
+    for test in results["tests"]:
+        if test.get("max_score") is None:   # otter's summary entry ("Public Tests")
+            continue
+        scores[test["name"]] = float(test.get("score") or 0.0)
+        possible[test["name"]] = float(test["max_score"])
+        outputs[test["name"]] = test.get("output", "")
+    return Grade(scores, possible, outputs)
+
+
+# -- answers compared by meaning, not form ---------------------------------------------------------
+def same_expression(answer, expected, samples: int = 5, tolerance: float = 1e-9) -> bool:
+    """Whether a student's sympy expression equals ``expected``: symbols are matched by name
+    (so ``Symbol('kappa')`` and ``Symbol('kappa', positive=True)`` are the same), then the difference
+    is simplified; if sympy cannot decide, it is evaluated at random positive points."""
+    try:
+        answer = sp.sympify(answer)
+    except (sp.SympifyError, TypeError):
+        return False
+    expected = sp.sympify(expected)
+    by_name = {s.name: s for s in expected.free_symbols}
+    extra = [s for s in answer.free_symbols if s.name not in by_name]
+    if extra:
+        return False
+    answer = answer.subs({s: by_name[s.name] for s in answer.free_symbols})
+    difference = sp.simplify(answer - expected)
+    if difference == 0:
+        return True
+    import random
+    rng = random.Random(0)
+    symbols = sorted(expected.free_symbols, key=lambda s: s.name)
+    for _ in range(samples):
+        point = {s: sp.Float(rng.uniform(1.5, 3.5)) for s in symbols}
+        value = complex(sp.N(difference.subs(point)))
+        if not abs(value) <= tolerance * max(1.0, abs(complex(sp.N(expected.subs(point))))):
+            return False
+    return True
+
+
+def close_to(answer, expected: float, relative: float = 0.0, absolute: float = 0.0) -> bool:
+    """Whether a numerical answer is within the tolerance the question states:
+    ``|answer - expected| <= absolute + relative * |expected|``. Non-numbers are wrong."""
+    try:
+        value = float(answer)
+    except (TypeError, ValueError):
+        return False
+    return abs(value - expected) <= absolute + relative * abs(expected)
+
+
+def chapters_with_questions(sources: Iterable[tuple[str, Path]]) -> dict[str, list[Question]]:
+    """``{chapter: questions}`` for the given ``(chapter, source)`` pairs."""
+    return {chapter: questions(read_chapter(source), chapter) for chapter, source in sources}
+
+
+def wrong_submission(solution: str | Path, question: str, out: str | Path) -> Path:
+    """A copy of the solution notebook whose answer to ``question`` is off by 1 %: every line of its
+    solution cells that ends in ``# SOLUTION`` and assigns a value, ``x = expr``, becomes
+    ``x = (expr) * 1.01``. The other answers are untouched, so a grader that works takes away
+    exactly this question's points (used by the tests, and by a teacher checking a new question)."""
+    nb = nbformat.read(Path(solution), as_version=4)
+    changed = 0
+    for cell in nb.cells:
+        if cell.cell_type != "code" or question not in cell.get("metadata", {}).get("otter", {}).get("tests", []):
+            continue
+        lines = cell.source.splitlines()
+        for i, line in enumerate(lines):
+            match = re.match(r"^(\s*[A-Za-z_]\w*\s*=\s*)(.+?)\s*#\s*SOLUTION\s*$", line)
+            if match:
+                lines[i] = f"{match[1]}({match[2]}) * 1.01  # deliberately wrong"
+                changed += 1
+        cell.source = "\n".join(lines)
+    if not changed:
+        raise AssignmentError(f"question {question!r}: no 'name = value  # SOLUTION' line to make wrong in {solution}")
+    nbformat.write(nb, Path(out))
+    return Path(out)
