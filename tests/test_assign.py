@@ -241,3 +241,12 @@ def test_assignment_grades_solution_full_blank_zero_and_one_wrong_answer(chapter
         assert "BEGIN TEST CONFIG" not in cell.source
     elapsed = time.perf_counter() - start
     assert elapsed < 240, f"building and grading three submissions of {chapter_id} took {elapsed:.0f} s"
+
+
+def test_strip_solutions_leaves_exercises_and_drops_every_solution(tmp_path):
+    nb = assign.read_chapter(write(tmp_path, chapter_text(PARAMETERS, GRADED)))
+    text = "\n".join(c.source for c in assign.strip_solutions(nb).cells)
+    assert "Set `answer_square`" in text and "Not graded." in text and "prf:theorem" in text
+    for gone in ("# SOLUTION", "Differentiate.", "The secret words.", "same_expression", "solution-"):
+        assert gone not in text, gone
+    assert len(nb.cells) > len(assign.strip_solutions(nb).cells)  # the original is left alone

@@ -458,3 +458,29 @@ def wrong_submission(solution: str | Path, question: str, out: str | Path) -> Pa
         raise AssignmentError(f"question {question!r}: no 'name = value  # SOLUTION' line to make wrong in {solution}")
     nbformat.write(nb, Path(out))
     return Path(out)
+
+
+def strip_solutions(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """A copy of a chapter notebook without its solutions: ``{solution}`` blocks, everything from
+    ``{solution-start}`` to ``{solution-end}`` (code cells included) and the hidden grader cells go.
+    What the student edition of the book offers for download."""
+    out = nbformat.from_dict(nb)
+    cells, inside = [], False
+    for cell in out.cells:
+        if cell.cell_type == "markdown":
+            kept = []
+            for block in _split_blocks(cell.source):
+                if block.kind == "solution-start":
+                    inside = True
+                elif block.kind == "solution-end":
+                    inside = False
+                elif not inside and block.kind != "solution":
+                    kept.append(block.text if block.kind == "text" else
+                                cell_block_markdown(block) if block.kind == "exercise" else _reassemble(block))
+            cell.source = "\n\n".join(part.strip("\n") for part in kept if part.strip())
+            if cell.source:
+                cells.append(cell)
+        elif not inside and (cell.cell_type != "code" or _grader(cell) is None):
+            cells.append(cell)
+    out.cells = cells
+    return out
