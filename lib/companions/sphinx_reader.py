@@ -17,6 +17,9 @@
    builds the repository's environment (requirements.txt, ``.binder/``) and opens the ``.md``
    notebook with Jupytext. The repository is the one given once, as ``repository.url``, in
    ``_config.yml``.
+4. **A clean console.** Two theme-stack slips that print errors in every page's browser console
+   are mended (a doubled sphinx-thebe script, an empty theme mode), so the browser test can
+   require a console free of errors.
 """
 
 from __future__ import annotations
@@ -196,6 +199,27 @@ def _fix_launch_buttons(app, pagename, templatename, context, doctree):
         group["buttons"] = kept
 
 
+def _clean_console(app, pagename, templatename, context, doctree):
+    """Mend two slips of the theme stack that print errors in every page's browser console.
+
+    sphinx-thebe's inline configuration is registered twice (once with filename None, once with
+    ''), and a second ``const THEBE_JS_URL`` is a SyntaxError; pydata-sphinx-theme's layout reads
+    a ``default_mode`` that nothing sets, and logs "Got invalid theme mode" for the empty value
+    (``auto``, following the reader's system, is the theme's documented default)."""
+    scripts = context.get("script_files")
+    if scripts:
+        seen, kept = set(), []
+        for js in scripts:
+            attributes = {k: v for k, v in getattr(js, "attributes", {}).items() if k != "priority"}
+            key = (getattr(js, "filename", js) or "", tuple(sorted(attributes.items())))
+            if key not in seen:
+                seen.add(key)
+                kept.append(js)
+        context["script_files"] = kept
+    if not context.get("default_mode"):
+        context["default_mode"] = "auto"
+
+
 def _build_finished(app, exc):
     if exc is not None or getattr(app.builder, "format", "") != "html":
         return
@@ -209,6 +233,7 @@ def setup(app):
     app.add_config_value("companions_offline_mathjax", True, "html", types=[bool])
     app.add_config_value("companions_notebooks_branch", "gh-pages", "html", types=[str])
     app.connect("config-inited", _mathjax_config)
+    app.connect("html-page-context", _clean_console, priority=900)
     app.connect("html-page-context", _fix_launch_buttons, priority=600)
     app.connect("build-finished", _build_finished)
     static = Path(__file__).with_name("static")
