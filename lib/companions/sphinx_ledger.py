@@ -1,24 +1,335 @@
-"""Sphinx hook: read the book's ledger page after every chapter, and always re-read it.
+"""Sphinx extension: the book's ledger in the rendered pages.
 
-Sphinx reads documents in sorted order, and myst-nb executes a notebook when it reads it, so
-without this hook the ledger page (``book/ledger``) would gather the chapters' ledgers before
-some of the chapters ran.
+1. The ledger page (``book/ledger``) is read after every chapter, and always re-read. Sphinx reads
+   documents in sorted order, and myst-nb executes a notebook when it reads it, so without this the
+   ledger page would gather the chapters' ledgers before some of the chapters ran.
+2. Every chapter page (a ``_toc.yml`` entry declared with ``register_chapter``) gets a banner under
+   its title: the scale, device and seed it was rendered at, and the counts of its claims by status,
+   read from ``<ledger dir>/<chapter>.json``, which the chapter wrote while the book executed it
+   (myst-nb runs the notebook in the read phase, just before ``doctree-read``). A ledger missing or
+   older than that execution is a warning (an error under ``-W``): the banner would misreport.
+   With :mod:`companions.sphinx_reader` loaded, the banner also links the chapter's notebook and
+   its Colab and Binder launches.
+3. The ``ledger-summary`` directive (used by the introduction) renders one row per chapter of the
+   book with its scale, device and claim counts, filled in after every chapter has run; a page that
+   uses it is always re-read.
+
+Nothing here is typed by hand: every number comes from the ledgers the chapters wrote.
 """
 
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+from docutils import nodes
+from sphinx.util import logging
+from sphinx.util.docutils import SphinxDirective
+
 LEDGER_DOC = "book/ledger"
+STATUSES = ("holds", "reproduced", "differs", "fails")
+SCALE_MEANING = {
+    "smoke": "the test scale: tiny sizes, a quick check, its numbers are rough",
+    "default": "the book's scale: small sizes that run on a laptop CPU",
+    "paper": "the source's own sizes",
+}
+
+logger = logging.getLogger(__name__)
 
 
+# -------------------------------------------------------------------------------------------------
+# Which pages are chapters, and where their ledgers are
+# -------------------------------------------------------------------------------------------------
+def chapter_docs() -> dict:
+    """The declared chapters of ``lib/companions`` by docname (notebook path without ``.md``);
+    chapters whose id starts with ``_`` (test fixtures) are left out."""
+    import companions
+
+    found = {}
+    for chapter in companions.chapters().values():
+        if chapter.id.startswith("_"):
+            continue
+        docname = chapter.notebook[:-3] if chapter.notebook.endswith(".md") else chapter.notebook
+        found[docname] = chapter
+    return found
+
+
+def ledger_dir(srcdir: str | os.PathLike) -> Path:
+    """Where the chapters of a build write their ledgers: as :func:`companions.ledger.default_dir`,
+    but found from the book's source folder rather than the current directory."""
+    from companions import ledger
+
+    if os.environ.get(ledger.LEDGER_ENV):
+        return Path(os.environ[ledger.LEDGER_ENV])
+    root = ledger.find_root(srcdir)
+    return (root or Path(srcdir)) / "_build" / "ledger"
+
+
+def status_counts(led: dict) -> dict:
+    """``{status: number of claims}`` for the four statuses, in their order."""
+    return {s: sum(c.get("status") == s for c in led.get("claims", [])) for s in STATUSES}
+
+
+# -------------------------------------------------------------------------------------------------
+# 1. The ledger page last
+# -------------------------------------------------------------------------------------------------
 def _ledger_last(app, env, docnames):
     if LEDGER_DOC in docnames:
         docnames.remove(LEDGER_DOC)
         docnames.append(LEDGER_DOC)
 
 
-def _ledger_always_outdated(app, env, added, changed, removed):
-    return [LEDGER_DOC] if LEDGER_DOC in env.found_docs else []
+def _always_outdated(app, env, added, changed, removed):
+    docs = set(getattr(env, "companions_summary_docs", set()))
+    if LEDGER_DOC in env.found_docs:
+        docs.add(LEDGER_DOC)
+    return sorted(docs & env.found_docs)
+
+
+def _purge(app, env, docname):
+    getattr(env, "companions_summary_docs", set()).discard(docname)
+    getattr(env, "companions_read_started", {}).pop(docname, None)
+
+
+def _merge(app, env, docnames, other):
+    env.companions_summary_docs = getattr(env, "companions_summary_docs", set()) | (
+        getattr(other, "companions_summary_docs", set()) & set(docnames))
+
+
+# -------------------------------------------------------------------------------------------------
+# 2. The banner of a chapter page
+# -------------------------------------------------------------------------------------------------
+class chapter_banner(nodes.General, nodes.Element):
+    """Placeholder under a chapter's title: ``chapter`` (id) and ``ledger`` (its JSON, or None).
+    Replaced by ordinary nodes once the builder is known (:func:`_resolve`)."""
+
+
+class ledger_summary(nodes.General, nodes.Element):
+    """Placeholder of the ``ledger-summary`` directive, filled in at write time."""
+
+
+def _source_read(app, docname, source):
+    if not hasattr(app.env, "companions_read_started"):
+        app.env.companions_read_started = {}
+    app.env.companions_read_started[docname] = time.time()
+
+
+def _read_ledger(app, docname: str, chapter) -> dict | None:
+    path = ledger_dir(app.srcdir) / f"{chapter.id}.json"
+    if not path.is_file():
+        logger.warning(f"chapter {chapter.id!r} wrote no ledger at {path} while the book ran it: "
+                       "its banner has no scale, device or claims", location=docname,
+                       type="companions", subtype="ledger")
+        return None
+    started = getattr(app.env, "companions_read_started", {}).get(docname)
+    if started is not None and path.stat().st_mtime < started - 1.0:
+        logger.warning(f"the ledger {path} is older than this build's run of chapter {chapter.id!r} "
+                       "(was the notebook executed?): its banner would describe another run",
+                       location=docname, type="companions", subtype="ledger")
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except ValueError as exc:
+        logger.warning(f"the ledger {path} is not JSON ({exc})", location=docname,
+                       type="companions", subtype="ledger")
+        return None
+    if not isinstance(data, dict) or data.get("chapter") != chapter.id or "claims" not in data:
+        logger.warning(f"{path} is not the ledger of chapter {chapter.id!r}", location=docname,
+                       type="companions", subtype="ledger")
+        return None
+    return data
+
+
+def _add_banner(app, doctree):
+    docname = app.env.docname
+    chapter = chapter_docs().get(docname)
+    if chapter is None:
+        return
+    banner = chapter_banner(chapter=chapter.id, ledger=_read_ledger(app, docname, chapter))
+    section = next(iter(doctree.findall(nodes.section)), None)
+    if section is not None and section.children and isinstance(section[0], nodes.title):
+        section.insert(1, banner)
+    else:
+        doctree.insert(0, banner)
+
+
+def _status_nodes(counts: dict) -> list[nodes.Node]:
+    out = []
+    for i, status in enumerate(STATUSES):
+        if i:
+            out.append(nodes.Text(", "))
+        out.append(nodes.inline("", f"{counts[status]} {status}",
+                                classes=["companions-status", f"companions-{status}"]))
+    return out
+
+
+def _link(app, fromdoc: str, todoc: str, text: str) -> nodes.Node:
+    if todoc not in app.env.found_docs:
+        return nodes.Text(text)
+    uri = app.builder.get_relative_uri(fromdoc, todoc)
+    return nodes.reference("", text, internal=True, refuri=uri)
+
+
+def banner_nodes(app, docname: str, chapter_id: str, led: dict | None) -> nodes.container:
+    """The banner as ordinary docutils nodes (text and links), for any builder."""
+    box = nodes.container(classes=["companions-banner"])
+    if led is None:
+        box += nodes.paragraph("", f"No ledger of chapter {chapter_id} was written in this build: "
+                               "what this page shows was not checked.")
+        return box
+    scale = str(led.get("scale"))
+    para = nodes.paragraph()
+    para += nodes.Text("Rendered at scale ")
+    para += nodes.strong("", scale)
+    if scale in SCALE_MEANING:
+        para += nodes.Text(f" ({SCALE_MEANING[scale]})")
+    para += nodes.Text(" on ")
+    para += nodes.strong("", str(led.get("device")))
+    para += nodes.Text(f", seed {led.get('seed')}; its code ran for {float(led.get('wall_seconds', 0)):.0f} s.")
+    box += para
+
+    counts = status_counts(led)
+    para = nodes.paragraph()
+    para += nodes.Text(f"Its ledger: {len(led['claims'])} claims: ")
+    para += _status_nodes(counts)
+    para += nodes.Text(" (listed at the end of the page and in ")
+    para += _link(app, docname, LEDGER_DOC, "the book's ledger")
+    para += nodes.Text(").")
+    box += para
+
+    if getattr(app.builder, "format", "") == "html" and "companions.sphinx_reader" in app.extensions:
+        from companions import sphinx_reader
+
+        links = sphinx_reader.notebook_links(app, docname)
+        if links:
+            para = nodes.paragraph(classes=["companions-notebook-links"])
+            para += nodes.Text("Run it yourself: ")
+            for i, (text, uri) in enumerate(links):
+                if i:
+                    para += nodes.Text(" · ")
+                para += nodes.reference("", text, refuri=uri, classes=["companions-launch"])
+            box += para
+    return box
+
+
+# -------------------------------------------------------------------------------------------------
+# 3. The ledger at a glance
+# -------------------------------------------------------------------------------------------------
+class LedgerSummary(SphinxDirective):
+    """``ledger-summary``: a table of every chapter of the book with its scale, device and claim
+    counts, from the ledgers written in this build."""
+
+    has_content = False
+
+    def run(self):
+        if not hasattr(self.env, "companions_summary_docs"):
+            self.env.companions_summary_docs = set()
+        self.env.companions_summary_docs.add(self.env.docname)
+        return [ledger_summary()]
+
+
+def summary_rows(app) -> list[tuple[str, str, dict | None]]:
+    """``(docname, chapter id, ledger or None)`` for every chapter page of this book, in toc order."""
+    chapters = chapter_docs()
+    order = {doc: i for i, doc in enumerate(getattr(app.env, "companions_toc_order", []))}
+    docs = sorted((d for d in chapters if d in app.env.found_docs), key=lambda d: (order.get(d, 1e9), d))
+    folder = ledger_dir(app.srcdir)
+    rows = []
+    for doc in docs:
+        path = folder / f"{chapters[doc].id}.json"
+        led = None
+        if path.is_file():
+            try:
+                led = json.loads(path.read_text())
+            except ValueError:
+                led = None
+        rows.append((doc, chapters[doc].id, led))
+    return rows
+
+
+def summary_table(app, fromdoc: str) -> nodes.Node:
+    head = ["chapter", "scale", "device", "claims", *STATUSES]
+    rows = summary_rows(app)
+    if not rows:
+        return nodes.paragraph("", "This build has no chapters yet.")
+    table = nodes.table(classes=["companions-ledger-summary"])
+    group = nodes.tgroup(cols=len(head))
+    table += group
+    group += [nodes.colspec(colwidth=1) for _ in head]
+
+    def row(cells):
+        r = nodes.row()
+        for cell in cells:
+            entry = nodes.entry()
+            entry += nodes.paragraph("", "", cell) if isinstance(cell, nodes.Node) else nodes.paragraph("", str(cell))
+            r += entry
+        return r
+
+    thead = nodes.thead()
+    thead += row(head)
+    group += thead
+    body = nodes.tbody()
+    total = {s: 0 for s in STATUSES}
+    claims = 0
+    for doc, chapter_id, led in rows:
+        title = app.env.titles.get(doc)
+        name = title.astext() if title is not None else chapter_id
+        link = _link(app, fromdoc, doc, name)
+        if led is None:
+            body += row([link, "not run", "", "", "", "", "", ""])
+            continue
+        counts = status_counts(led)
+        for s in STATUSES:
+            total[s] += counts[s]
+        claims += len(led["claims"])
+        body += row([link, led.get("scale"), led.get("device"), len(led["claims"]), *(counts[s] for s in STATUSES)])
+    if len(rows) > 1:
+        body += row(["all chapters", "", "", claims, *(total[s] for s in STATUSES)])
+    group += body
+    return table
+
+
+def _note_toc_order(app, env):
+    """Remember the order of documents in the toctree (for the summary's rows)."""
+    try:
+        root = app.config.root_doc
+        order = [root]
+        tree = env.get_doctree(root) if root in env.found_docs else None
+        if tree is not None:
+            from sphinx import addnodes
+
+            for toc in tree.findall(addnodes.toctree):
+                order += [doc for _, doc in toc["entries"] if doc]
+        env.companions_toc_order = order
+    except Exception:  # noqa: BLE001 - the order is cosmetic; a sorted list is fine too
+        env.companions_toc_order = []
+
+
+# -------------------------------------------------------------------------------------------------
+def _resolve(app, doctree, docname):
+    for node in list(doctree.findall(chapter_banner)):
+        node.replace_self(banner_nodes(app, docname, node["chapter"], node["ledger"]))
+    for node in list(doctree.findall(ledger_summary)):
+        node.replace_self(summary_table(app, docname))
+
+
+def _visit_skip(self, node):
+    raise nodes.SkipNode
 
 
 def setup(app):
+    skip = (_visit_skip, None)
+    app.add_node(chapter_banner, html=skip, latex=skip, text=skip, man=skip, texinfo=skip)
+    app.add_node(ledger_summary, html=skip, latex=skip, text=skip, man=skip, texinfo=skip)
+    app.add_directive("ledger-summary", LedgerSummary)
     app.connect("env-before-read-docs", _ledger_last)
-    app.connect("env-get-outdated", _ledger_always_outdated)
+    app.connect("env-get-outdated", _always_outdated)
+    app.connect("env-purge-doc", _purge)
+    app.connect("env-merge-info", _merge)
+    app.connect("source-read", _source_read)
+    app.connect("doctree-read", _add_banner)
+    app.connect("env-updated", _note_toc_order)
+    app.connect("doctree-resolved", _resolve)
     return {"parallel_read_safe": False, "parallel_write_safe": True}

@@ -1,0 +1,356 @@
+"""The built HTML book, as a reader meets it, in a real headless browser (Debian's chromium driven
+through chromedriver by selenium), served on localhost with no other network.
+
+For every chapter of ``_toc.yml``: the title, a theorem box, a figure, typeset maths (MathJax from
+the build, not a CDN), no traceback or error output, the banner with the scale, device and claim
+counts of the chapter's ledger, the notebook download and the Colab/Binder links. Then the search
+page finds a theorem by name, the introduction's ledger at a glance and the ledger page list every
+chapter, and screenshots of two pages are kept in ``_build/browser/``.
+
+It needs a built book (``jupyter-book build .``) and a browser (``apt-get install chromium
+chromium-driver``). Without them it is skipped with the reason; with ``BOOK_BROWSER_REQUIRED=1`` (as
+``.ci/run`` runs it, after its book build) a skip is a failure. Environment:
+
+- ``BOOK_HTML_DIR``: the built HTML (default ``_build/html``)
+- ``BOOK_BROWSER_ARTIFACTS``: where screenshots go (default ``_build/browser``)
+- ``CHROMIUM``, ``CHROMEDRIVER``: the browser and its driver (default: found on ``PATH``)
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import re
+import shutil
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import quote_plus, urljoin, urlparse
+
+import pytest
+import yaml
+
+import companions
+
+ROOT = Path(__file__).resolve().parents[1]
+HTML = Path(os.environ.get("BOOK_HTML_DIR") or ROOT / "_build" / "html")
+ARTIFACTS = Path(os.environ.get("BOOK_BROWSER_ARTIFACTS") or ROOT / "_build" / "browser")
+LEDGERS = Path(os.environ.get("BOOK_LEDGER_DIR") or ROOT / "_build" / "ledger")
+REQUIRED = os.environ.get("BOOK_BROWSER_REQUIRED", "") not in ("", "0")
+STATUSES = ("holds", "reproduced", "differs", "fails")
+THEOREM_BOXES = "div.proof.theorem, div.proof.lemma, div.proof.proposition, div.proof.corollary"
+CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--disable-dev-shm-usage", "--window-size=1280,1000")
+WAIT = 30  # seconds for a page's scripts (MathJax, search) to finish
+
+
+def unavailable(reason: str):
+    """Skip, or fail where the browser test is required (``BOOK_BROWSER_REQUIRED=1``)."""
+    if REQUIRED:
+        pytest.fail(f"{reason} (BOOK_BROWSER_REQUIRED is set, so this is a failure, not a skip)")
+    pytest.skip(reason)
+
+
+def _toc_files(node) -> list[str]:
+    found = []
+    if isinstance(node, dict):
+        if isinstance(node.get("file"), str):
+            found.append(node["file"].removesuffix(".md"))
+        for key, value in node.items():
+            if key != "file":
+                found += _toc_files(value)
+    elif isinstance(node, list):
+        for item in node:
+            found += _toc_files(item)
+    return found
+
+
+def _chapters() -> list[tuple[str, str]]:
+    """``(docname, chapter id)`` of every declared chapter listed in ``_toc.yml``, in toc order."""
+    declared = {ch.notebook.removesuffix(".md"): ch.id for ch in companions.chapters().values()
+                if not ch.id.startswith("_")}
+    toc = _toc_files(yaml.safe_load((ROOT / "_toc.yml").read_text()))
+    return [(doc, declared[doc]) for doc in toc if doc in declared]
+
+
+CHAPTERS = _chapters()
+
+
+# -------------------------------------------------------------------------------------------------
+# Fixtures: the built HTML, a local server, a browser
+# -------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def html_dir() -> Path:
+    if not (HTML / "index.html").is_file():
+        unavailable(f"no built HTML book at {HTML}: build it first "
+                    "(BOOK_SCALE=smoke .venv/bin/jupyter-book build . -W -n --keep-going)")
+    missing = [doc for doc, _ in CHAPTERS if not (HTML / f"{doc}.html").is_file()]
+    if missing:
+        unavailable(f"the HTML at {HTML} is older than _toc.yml, it lacks {missing}: rebuild the book")
+    return HTML
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def site(html_dir) -> str:
+    """The HTML served on 127.0.0.1 (a free port); yields its base URL."""
+    handler = functools.partial(_QuietHandler, directory=str(html_dir))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _find(env: str, *names: str) -> str | None:
+    if os.environ.get(env):
+        return os.environ[env] if shutil.which(os.environ[env]) else None
+    for name in names:
+        if shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+@pytest.fixture(scope="module")
+def browser(site):
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        unavailable("selenium is not installed (pip install -r requirements.txt)")
+    chromium = _find("CHROMIUM", "chromium", "chromium-browser")
+    driver_path = _find("CHROMEDRIVER", "chromedriver")
+    if not chromium or not driver_path:
+        unavailable("no browser: install Debian's chromium and chromium-driver "
+                    "(apt-get install chromium chromium-driver), or set CHROMIUM and CHROMEDRIVER")
+    profile = tempfile.mkdtemp(prefix="book-browser-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in CHROMIUM_FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={profile}")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(options=options, service=Service(executable_path=driver_path))
+    driver.set_page_load_timeout(WAIT)
+    driver.set_script_timeout(WAIT)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+# -------------------------------------------------------------------------------------------------
+# Helpers run in the page
+# -------------------------------------------------------------------------------------------------
+MATHJAX_DONE = """
+const done = arguments[arguments.length - 1];
+const start = Date.now();
+(function wait() {
+  if (!Array.from(document.scripts).some(s => /mathjax/i.test(s.src))) {
+    done("no MathJax on this page");
+  } else if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+    MathJax.startup.promise.then(() => done("ok"), (e) => done("MathJax failed: " + e));
+  } else if (Date.now() - start > 20000) {
+    done("MathJax never started (script " +
+         Array.from(document.scripts).map(s => s.src).filter(s => /mathjax/i.test(s)).join(", ") + ")");
+  } else { setTimeout(wait, 100); }
+})();
+"""
+
+PAGE_FACTS = """
+const main = document.querySelector("main") || document.body;
+const origin = location.origin;
+const foreign = [];
+for (const el of document.querySelectorAll("script[src], link[rel=stylesheet][href], img[src]")) {
+  const url = new URL(el.getAttribute("src") || el.getAttribute("href"), location.href);
+  if (url.origin !== origin && url.protocol !== "data:") foreign.push(url.href);
+}
+for (const e of performance.getEntriesByType("resource")) {
+  const url = new URL(e.name);
+  if (url.origin !== origin && url.protocol !== "data:" && url.protocol !== "blob:") foreign.push(url.href);
+}
+const imgs = Array.from(main.querySelectorAll("img"));
+const boxes = Array.from(document.querySelectorAll(arguments[0]));
+const math = Array.from(main.querySelectorAll("span.math, div.math"));
+return {
+  h1: (main.querySelector("h1") || {innerText: ""}).innerText.replace(/#\\s*$/, "").trim(),
+  title: document.title,
+  theorem_titles: boxes.map(b => (b.querySelector(".admonition-title") || b).innerText.trim()),
+  theorem_visible: boxes.filter(b => b.getBoundingClientRect().height > 0).length,
+  figures: imgs.filter(i => i.complete && i.naturalWidth > 0 && !i.closest(".companions-banner")).length,
+  broken_images: imgs.filter(i => i.complete && i.naturalWidth === 0).map(i => i.src),
+  typeset: main.querySelectorAll("mjx-container").length,
+  math_spans: math.length,
+  untypeset: math.filter(m => !m.querySelector("mjx-container")).map(m => m.innerText.slice(0, 80)),
+  merrors: main.querySelectorAll("mjx-merror").length,
+  mathjax_src: Array.from(document.scripts).map(s => s.src).filter(s => /mathjax/i.test(s)),
+  errors: Array.from(main.querySelectorAll(".output.traceback, .output.error, .output.stderr"))
+               .map(e => e.innerText.slice(0, 200)),
+  outputs: Array.from(main.querySelectorAll(".cell_output")).map(e => e.innerText).join("\\n"),
+  text: main.innerText,
+  foreign: foreign,
+  banner: (document.querySelector(".companions-banner") || {innerText: null}).innerText,
+  banner_links: Array.from(document.querySelectorAll(".companions-banner a")).map(a => [a.innerText, a.href]),
+  launch_links: Array.from(document.querySelectorAll("a")).map(a => a.href)
+                  .filter(h => /colab\\.research\\.google\\.com|mybinder\\.org/.test(h)),
+};
+"""
+
+
+def open_page(browser, url: str, maths: bool = True) -> dict:
+    """Load a page, wait for MathJax to finish typesetting (``maths``: the page must have MathJax),
+    and return what :data:`PAGE_FACTS` reads off it."""
+    browser.get(url)
+    state = browser.execute_async_script(MATHJAX_DONE)
+    assert state == "ok" or (not maths and state == "no MathJax on this page"), f"{url}: {state}"
+    return browser.execute_script(PAGE_FACTS, THEOREM_BOXES)
+
+
+def console_errors(browser) -> list[str]:
+    return [e["message"] for e in browser.get_log("browser")
+            if e.get("level") == "SEVERE" and "favicon.ico" not in e.get("message", "")]
+
+
+def _ledger(chapter_id: str) -> dict:
+    path = LEDGERS / f"{chapter_id}.json"
+    if not path.is_file():
+        pytest.fail(f"no ledger {path} beside the built HTML: build the book and the test with the same "
+                    "BOOK_LEDGER_DIR")
+    return json.loads(path.read_text())
+
+
+def _theorem_name(title: str) -> str:
+    """A theorem box title ``Theorem (Theorem 8.16: main result)`` as a search query: its name
+    (``main result``) where it has one, else the whole title without numbers."""
+    inner = re.sub(r"^\w+\s*\((.*)\)\s*$", r"\1", title.strip(), flags=re.S)
+    name = re.sub(r"^(Theorem|Lemma|Proposition|Corollary)s?\s+[\d.,\s–-]+(and\s+[\d.]+\s*)?[:(]?\s*", "",
+                  inner, flags=re.I).strip(" ):")
+    words = [w for w in re.findall(r"[A-Za-z][\w'-]{2,}", name)]
+    return " ".join(words[:6]) if words else re.sub(r"[\d.]+", " ", inner).strip()
+
+
+# -------------------------------------------------------------------------------------------------
+# The tests
+# -------------------------------------------------------------------------------------------------
+def test_toc_has_chapters():
+    assert CHAPTERS, "_toc.yml lists no declared chapter: the browser test would check nothing"
+
+
+@pytest.mark.parametrize("docname,chapter_id", CHAPTERS, ids=[c for _, c in CHAPTERS])
+def test_chapter_page(browser, site, docname, chapter_id):
+    url = urljoin(site, f"{docname}.html")
+    page = open_page(browser, url)
+    where = f"{docname}.html"
+
+    assert page["h1"], f"{where}: no title"
+    assert page["h1"] in page["title"], f"{where}: title {page['h1']!r} not in the window title {page['title']!r}"
+    assert page["theorem_titles"], f"{where}: no theorem box ({THEOREM_BOXES})"
+    assert page["theorem_visible"] >= 1, f"{where}: the theorem boxes have no height"
+    assert page["figures"] >= 1, f"{where}: no figure shown"
+    assert not page["broken_images"], f"{where}: images that did not load: {page['broken_images']}"
+    assert page["typeset"] >= 1, f"{where}: no maths typeset by MathJax"
+    assert not page["untypeset"], f"{where}: maths left as raw TeX: {page['untypeset'][:5]}"
+    assert page["merrors"] == 0, f"{where}: {page['merrors']} MathJax errors"
+    assert page["mathjax_src"] and all(s.startswith(site) for s in page["mathjax_src"]), \
+        f"{where}: MathJax not served by the book itself: {page['mathjax_src']}"
+    assert not page["foreign"], f"{where}: the page reached beyond the book: {sorted(set(page['foreign']))}"
+    assert not page["errors"], f"{where}: error output in cells: {page['errors']}"
+    assert "Traceback (most recent call last)" not in page["text"], f"{where}: a traceback in the page"
+    raised = re.findall(r"^\w*(?:Error|Exception): .*$", page["outputs"], flags=re.M)
+    assert not raised, f"{where}: an exception in a cell's output: {raised[:3]}"
+    assert not console_errors(browser), f"{where}: console errors {console_errors(browser)}"
+
+    # The banner says what the reader is looking at, as the chapter's ledger recorded it.
+    led = _ledger(chapter_id)
+    banner = page["banner"]
+    assert banner, f"{where}: no banner under the title"
+    assert f"Rendered at scale {led['scale']}" in banner and f"on {led['device']}" in banner, banner
+    for status in STATUSES:
+        count = sum(c["status"] == status for c in led["claims"])
+        assert f"{count} {status}" in banner, f"{where}: banner lacks '{count} {status}': {banner!r}"
+
+    # The notebook download is a valid notebook of this chapter; Colab and Binder are linked.
+    links = dict(page["banner_links"])
+    notebook = next((href for text, href in links.items() if ".ipynb" in text), None)
+    assert notebook and notebook.startswith(site), f"{where}: no notebook download in {links}"
+    with urllib.request.urlopen(notebook, timeout=10) as response:
+        nb = json.loads(response.read())
+    assert nb["nbformat"] == 4 and any("parameters" in c.get("metadata", {}).get("tags", []) for c in nb["cells"]), \
+        f"{notebook}: not the chapter's notebook (no cell tagged 'parameters')"
+    colab = [h for h in page["launch_links"] if "colab.research.google.com" in h]
+    binder = [h for h in page["launch_links"] if "mybinder.org" in h]
+    assert colab and all(urlparse(h).path.endswith(f"{docname}.ipynb") for h in colab), f"{where}: Colab {colab}"
+    assert binder and all(f"{docname}.md" in h for h in binder), f"{where}: Binder {binder}"
+
+
+@pytest.mark.parametrize("docname,chapter_id", CHAPTERS, ids=[c for _, c in CHAPTERS])
+def test_search_finds_a_theorem(browser, site, docname, chapter_id):
+    page = open_page(browser, urljoin(site, f"{docname}.html"))
+    assert page["theorem_titles"], f"{docname}: no theorem box to search for"
+    named = [t for t in page["theorem_titles"] if ":" in t or "(" in t.split("(", 1)[-1]]
+    query = _theorem_name((named or page["theorem_titles"])[0])
+    assert query, f"no search query from {page['theorem_titles'][0]!r}"
+    browser.get(urljoin(site, f"search.html?q={quote_plus(query)}"))
+    deadline = time.time() + WAIT
+    hrefs = []
+    while time.time() < deadline:
+        hrefs = browser.execute_script(
+            "return Array.from(document.querySelectorAll('ul.search li a')).map(a => a.href)")
+        finished = browser.execute_script(
+            "const s = document.querySelector('.search-summary'); return s ? s.innerText : ''")
+        if hrefs and finished:
+            break
+        time.sleep(0.2)
+    assert any(urlparse(h).path.endswith(f"/{docname}.html") for h in hrefs), \
+        f"searching {query!r} did not find {docname}.html: {hrefs}"
+
+
+def test_intro_ledger_page_and_screenshots(browser, site):
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    browser.get(urljoin(site, "index.html"))  # the book's front door redirects to the introduction
+    deadline = time.time() + WAIT
+    while time.time() < deadline and browser.execute_script("return location.pathname").endswith("/index.html"):
+        time.sleep(0.1)
+    intro = open_page(browser, browser.current_url, maths=False)
+    assert intro["h1"], "the introduction has no title"
+    assert not intro["foreign"], f"the introduction reached beyond the book: {intro['foreign']}"
+    rows = browser.execute_script(
+        "return Array.from(document.querySelectorAll('table.companions-ledger-summary tbody tr'))"
+        ".map(r => [r.innerText, Array.from(r.querySelectorAll('a')).map(a => a.href)])")
+    assert rows, "the introduction has no 'ledger at a glance' table"
+    browser.execute_script("document.querySelector('table.companions-ledger-summary')"
+                           ".scrollIntoView({block: 'center'})")
+    browser.save_screenshot(str(ARTIFACTS / "intro.png"))
+
+    ledger_page = open_page(browser, urljoin(site, "book/ledger.html"), maths=False)
+    assert not ledger_page["errors"] and "Traceback (most recent call last)" not in ledger_page["text"]
+    for docname, chapter_id in CHAPTERS:
+        assert chapter_id in ledger_page["text"], f"the ledger page does not list chapter {chapter_id}"
+        led = _ledger(chapter_id)
+        row = next((text for text, hrefs in rows if any(urlparse(h).path.endswith(f"/{docname}.html") for h in hrefs)),
+                   None)
+        assert row is not None, f"the ledger at a glance has no row linking {docname}.html: {rows}"
+        cells = [c.strip() for c in row.split("\t")]
+        counts = [str(sum(c["status"] == s for c in led["claims"])) for s in STATUSES]
+        assert cells[1:] == [led["scale"], led["device"], str(len(led["claims"])), *counts], \
+            f"the ledger at a glance says {cells} for {chapter_id}, its ledger says otherwise"
+
+    first, _ = CHAPTERS[0]
+    open_page(browser, urljoin(site, f"{first}.html"))
+    browser.save_screenshot(str(ARTIFACTS / "chapter.png"))
+    for name in ("intro.png", "chapter.png"):
+        shot = ARTIFACTS / name
+        assert shot.is_file() and shot.stat().st_size > 10_000, f"screenshot {shot} is missing or empty"
