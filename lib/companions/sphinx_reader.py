@@ -139,7 +139,12 @@ def write_notebooks(app) -> list[Path]:
             continue
         target = Path(app.outdir) / NOTEBOOK_DIR / f"{docname}.ipynb"
         target.parent.mkdir(parents=True, exist_ok=True)
-        nbformat.write(chapter_notebook(app.env.doc2path(docname), repo[0] if repo else None), str(target))
+        nb = chapter_notebook(app.env.doc2path(docname), repo[0] if repo else None)
+        if getattr(app.config, "companions_student_edition", False):  # the student edition offers no solutions
+            from companions.assign import strip_solutions
+
+            nb = strip_solutions(nb)
+        nbformat.write(nb, str(target))
         written.append(target)
     return written
 
