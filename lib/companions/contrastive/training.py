@@ -164,15 +164,17 @@ class History:
 
 def train(s: Setup, eps_min: torch.Tensor, nsr: torch.Tensor, steps: int, generator: torch.Generator,
           dtype=torch.float64, device="cpu", log_every: int = 10, progress: bool = True, desc: str = "training",
-          masks=None) -> History:
+          masks=None, eps_max: torch.Tensor | None = None) -> History:
     """Train ``R = len(eps_min)`` independent runs at once (one per entry of ``eps_min`` / ``nsr``),
     each with its own dictionary, initialisation and data stream drawn from ``generator``.
 
-    ``masks``: optional callable ``(t, W) -> (R, m)`` forward-pass neuron mask (hook for pruning)."""
+    ``masks``: optional callable ``(t, W) -> (R, m)`` forward-pass neuron mask (hook for pruning).
+    ``eps_max``: optional per-run majority frequency ``(R,)`` (default: ``s.eps_max`` for every run)."""
     R = len(eps_min)
     if len(nsr) != R:
         raise ValueError("eps_min and nsr must have one entry per run")
-    eps = torch.stack([torch.tensor(cdata.eps_vector(s.d, s.n_maj, s.eps_max, float(e))) for e in eps_min])
+    emax = [s.eps_max] * R if eps_max is None else [float(e) for e in eps_max]
+    eps = torch.stack([torch.tensor(cdata.eps_vector(s.d, s.n_maj, emax[r], float(eps_min[r]))) for r in range(R)])
     probs = cdata.activation_probs(eps, s.p0)
     sigma = (nsr.to(torch.float64) / s.d1).sqrt()
     M = cdata.dictionary(R, s.d1, s.d, generator, dtype, device)
