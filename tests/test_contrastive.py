@@ -128,7 +128,7 @@ def test_paper_and_standard_conventions_give_the_same_trajectory():
 def test_linear_regime_growth_matches_the_closed_form():
     s = tr.Setup(d=4, n_maj=2, d1=40, m=20, K=512, n_neg=511, sigma0=1e-4, eta=0.02, lam=0.0, bias=False)
     h = tr.train(s, torch.full((4,), 0.3), torch.full((4,), 0.2), 100, gen(), progress=False, log_every=10)
-    E = (h.A ** 2).sum(2)  # (T, R, d)
+    E = (h.A.double() ** 2).sum(2)  # (T, R, d)
     slope = (0.5 * (torch.log(E[-1]) - torch.log(E[1])) / float(h.steps[-1] - h.steps[1])).mean(0)
     pred = torch.log(th.growth_rate(cd.kappa(cd.eps_vector(4, 2, 1, 0.3), s.p0, s.L, s.mag_low), s.eta, 0.0, 511))
     assert torch.allclose(slope, pred, rtol=0.06), (slope, pred)

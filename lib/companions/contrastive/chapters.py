@@ -148,7 +148,7 @@ STAGE3 = register_chapter(Chapter(
         "smoke": dict(_DATA, **_TRAIN, c_b=0.3, t1_rule="mean", d1=128, steps=500, repeats=1,
                       sweep_eps=[0.1, 0.5, 1.0], sweep_nsr=[0.45], exp34_eps=[0.05, 0.5], exp34_nsr=[1.25],
                       test_pairs=1000, train_pairs=400, chunk=64),
-        "default": dict(_DATA, **_TRAIN, c_b=0.3, t1_rule="mean", steps=900, repeats=2,
+        "default": dict(_DATA, **_TRAIN, c_b=0.3, t1_rule="mean", steps=800, repeats=2,
                         sweep_eps=[0.1, 0.4, 0.7, 1.0], sweep_nsr=[0.05, 1.25], exp34_eps=[0.05, 0.25, 0.5],
                         exp34_nsr=[1.25], test_pairs=2000, train_pairs=1000, chunk=64),
         "paper": dict(_DATA, **dict(_TRAIN, K=256), c_b=0.3, t1_rule="mean", steps=3000, repeats=100,

@@ -59,6 +59,12 @@ def embed_pairs(hist, s, n: int, generator: torch.Generator):
     zx)``; the data use each run's own dictionary, frequencies and noise ("we keep the feature space
     identical", [001] Experiment 3)."""
     M = hist.M.to(hist.W.dtype)
+    if generator.device != M.device:  # draw on the CPU generator's device, compute where the weights are
+        batch = cdata.sample_batch(M.cpu(), hist.probs, hist.sigma, n, s.L, s.mag_low, s.token_q, generator, pooled=s.pooled)
+        batch.x, batch.y, batch.zx = batch.x.to(M.device), batch.y.to(M.device), batch.zx.to(M.device)
+        hx = cmodel.features(hist.W, batch.x, hist.b_final, s.L, s.att_scale)
+        hy = cmodel.features(hist.W, batch.y, hist.b_final, s.L, s.att_scale)
+        return hx, hy, batch.zx
     batch = cdata.sample_batch(M, hist.probs, hist.sigma, n, s.L, s.mag_low, s.token_q, generator, pooled=s.pooled)
     hx = cmodel.features(hist.W, batch.x, hist.b_final, s.L, s.att_scale)
     hy = cmodel.features(hist.W, batch.y, hist.b_final, s.L, s.att_scale)
@@ -90,3 +96,23 @@ def regression_mse(h_train, z_train, h_test, z_test, n_maj: int, ridge: float = 
     var = yte[..., n_maj:].var(-2).clamp_min(1e-300)
     r = ((err[..., n_maj:] ** 2).mean(-2) / var).mean(-1)
     return mse, r
+
+
+@torch.no_grad()
+def evaluate_runs(hist, s, runs, test_pairs: int, train_pairs: int, test_seed: int, chunk: int, device="cpu"):
+    """Experiments 3-4 for the runs ``runs`` (a slice), ``chunk`` runs at a time on ``device``:
+    ``(test_cosine, zero_fraction, mse, one_minus_r2_minority)``, each ``(len(runs),)``. The test and
+    training pairs of every chunk come from generators seeded with ``test_seed`` ("a fixed test seed")."""
+    idx = torch.arange(len(hist.W))[runs]
+    outs = []
+    for k in range(0, len(idx), chunk):
+        sel = idx[k:k + chunk]
+        sub = type("Sub", (), {})()
+        sub.W, sub.M, sub.b_final = hist.W[sel].to(device), hist.M[sel].to(device, hist.W.dtype), hist.b_final[sel].to(device)
+        sub.probs, sub.sigma = hist.probs[sel], hist.sigma[sel]
+        hx, hy, zx = embed_pairs(sub, s, test_pairs, torch.Generator().manual_seed(test_seed + k))
+        cos, zero = test_cosine(hx, hy)
+        htr, _, ztr = embed_pairs(sub, s, train_pairs, torch.Generator().manual_seed(test_seed + 10_000_019 + k))
+        mse, r2 = regression_mse(htr, ztr, hx, zx, s.n_maj)
+        outs.append(torch.stack([cos, zero, mse, r2]).cpu())
+    return tuple(torch.cat(outs, dim=1))

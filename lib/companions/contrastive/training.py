@@ -164,12 +164,16 @@ class History:
 
 def train(s: Setup, eps_min: torch.Tensor, nsr: torch.Tensor, steps: int, generator: torch.Generator,
           dtype=torch.float64, device="cpu", log_every: int = 10, progress: bool = True, desc: str = "training",
-          masks=None, eps_max: torch.Tensor | None = None) -> History:
+          masks=None, eps_max: torch.Tensor | None = None, draw_on_device: bool | None = None) -> History:
     """Train ``R = len(eps_min)`` independent runs at once (one per entry of ``eps_min`` / ``nsr``),
     each with its own dictionary, initialisation and data stream drawn from ``generator``.
 
     ``masks``: optional callable ``(t, W) -> (R, m)`` forward-pass neuron mask (hook for pruning).
-    ``eps_max``: optional per-run majority frequency ``(R,)`` (default: ``s.eps_max`` for every run)."""
+    ``eps_max``: optional per-run majority frequency ``(R,)`` (default: ``s.eps_max`` for every run).
+    ``draw_on_device``: draw the per-step batches with a generator on ``device`` (seeded from
+    ``generator``) instead of on the CPU. ``None``: only on CUDA, where CPU draws would dominate the
+    paper scale (``R K d1`` Gaussians a step); dictionaries and initial weights always come from
+    ``generator``. The recorded history is float32 (plots and slopes), the weights keep ``dtype``."""
     R = len(eps_min)
     if len(nsr) != R:
         raise ValueError("eps_min and nsr must have one entry per run")
@@ -181,14 +185,19 @@ def train(s: Setup, eps_min: torch.Tensor, nsr: torch.Tensor, steps: int, genera
     W = cmodel.init_weights(R, s.m, s.d1, s.sigma0, generator, dtype, device)
     sched = cmodel.BiasSchedule(R, s.m, s.d, s.eta, s.c_b, s.t1_rule, s.t1_steps, dtype, device)
     hist = History(W0=W.cpu().clone(), M=M.cpu())
+    if draw_on_device is None:
+        draw_on_device = torch.device(device).type == "cuda"
+    if draw_on_device and torch.device(device).type != generator.device.type:
+        seed = int(torch.randint(0, 2 ** 62, (1,), generator=generator))
+        generator = torch.Generator(device=device).manual_seed(seed)
 
     def record(t, loss):
         hist.steps.append(t)
-        hist.A.append(cmodel.alignment(W, M).cpu())
-        hist.norm.append(W.norm(dim=-1).cpu())
-        hist.noise.append(cmodel.noise_norm(W, M).cpu())
-        hist.b.append(sched.b.cpu().clone())
-        hist.loss.append(loss.cpu())
+        hist.A.append(cmodel.alignment(W, M).float().cpu())
+        hist.norm.append(W.norm(dim=-1).float().cpu())
+        hist.noise.append(cmodel.noise_norm(W, M).float().cpu())
+        hist.b.append(sched.b.float().cpu())
+        hist.loss.append(loss.float().cpu())
 
     bar = tqdm(range(steps), desc=desc, disable=not progress, mininterval=1.0)
     for t in bar:
