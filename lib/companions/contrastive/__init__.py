@@ -1,0 +1,14 @@
+"""Contrastive learning under imbalanced data: the three stages of training dynamics.
+
+Companion to Liao, Zhang, Zhou, Zhang (UniReps 2025, "[000]", ``liao2025dynamics``) and Liao, Zhou,
+Zhang, Wang, Zhang ("[001]", ``liu2025imbalanced``). Modules:
+
+* ``data``     -- the sparse-coding generator (majority / minority features, noise, augmentation)
+* ``model``    -- the Transformer-MLP encoder (frozen attention, BReLU neurons, bias schedule)
+* ``training`` -- InfoNCE with StopGrad and weight decay, vectorised over runs
+* ``theory``   -- closed forms (Stage 1 rates, T1, Definition B.1 probabilities, sympy derivations)
+* ``metrics``  -- neuron statistics and the evaluations of [001] Appendix A.2
+* ``chapters`` -- the chapters' parameters and presets
+"""
+
+from companions.contrastive import data, metrics, model, theory, training  # noqa: F401

@@ -1,0 +1,118 @@
+"""Statistics of trained neurons and the downstream evaluations of [001] Appendix A.2.
+
+Conventions (named where the papers leave a choice):
+
+* ``n_aligned`` -- Figure 2: the number of neurons with ``|cos(w_i, M_j)| >= 0.3`` (plain cosine).
+* ``max_alignment`` -- Figure 3: ``max_i |cos(w_i, M_j)|``.
+* "the minority feature" of Figures 2-5 is not identified; statistics are averaged over the
+  minority features (``d - n_maj`` of them).
+* empirical pure neuron for ``j``: ``cos^2_ij >= 0.5`` and ``cos^2_ij' <= 0.1`` for ``j' != j``;
+  mixed neuron: two or more features with ``cos^2 >= 0.1`` ([001] Experiment 5 calls a neuron with
+  0.13 / 0.18 / 0.15 "mixed").
+* Figure 4: cosine of ``f(X), f(Y)`` over test pairs, 0 when either embedding is 0 (a pair without an
+  active feature gives ``f = 0`` once the bias is on); the fraction of such pairs is reported.
+* Figure 5: the regression target is unstated; here ``y = (1/L) sum_l z^(l)`` of the first view (the
+  signed mean latent code, in ``R^d``), fitted by ridge least squares (``1e-6``) with an intercept
+  on ``f(X)``; the test MSE is averaged over coordinates, and ``1 - R^2`` is given on the minority
+  coordinates alone (the raw MSE of an unlearned minority coordinate grows with its variance, i.e.
+  with ``eps_min``).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from companions.contrastive import data as cdata
+from companions.contrastive import model as cmodel
+
+
+def n_aligned(C: torch.Tensor, threshold: float = 0.3) -> torch.Tensor:
+    """``#{i : |cos_ij| >= threshold}`` per run and feature: ``C`` is ``(R, m, d)`` -> ``(R, d)``."""
+    return (C.abs() >= threshold).sum(-2)
+
+
+def max_alignment(C: torch.Tensor) -> torch.Tensor:
+    """``max_i |cos_ij|``, ``(R, d)``."""
+    return C.abs().max(-2).values
+
+
+def pure_neurons(C2: torch.Tensor, hi: float = 0.5, lo: float = 0.1) -> torch.Tensor:
+    """``(R, m, d)`` boolean: neuron ``i`` is an empirical pure neuron of feature ``j``."""
+    top = C2 >= hi
+    others = (C2 > lo).sum(-1, keepdim=True) - (C2 > lo).to(torch.long)
+    return top & (others == 0)
+
+
+def mixed_neurons(C2: torch.Tensor, lo: float = 0.1) -> torch.Tensor:
+    """``(R, m)`` boolean: two or more features with ``cos^2 >= lo``."""
+    return (C2 >= lo).sum(-1) >= 2
+
+
+def empirical_n_i(C2: torch.Tensor, lo: float = 0.1) -> torch.Tensor:
+    """Training-time analogue of ``|N_i|``: ``#{j : cos^2_ij >= lo}``, ``(R, m)``."""
+    return (C2 >= lo).sum(-1)
+
+
+@torch.no_grad()
+def embed_pairs(hist, s, n: int, generator: torch.Generator):
+    """Embeddings of ``n`` fresh positive pairs per run with the final weights and biases: ``(hx, hy,
+    zx)``; the data use each run's own dictionary, frequencies and noise ("we keep the feature space
+    identical", [001] Experiment 3)."""
+    M = hist.M.to(hist.W.dtype)
+    if generator.device != M.device:  # draw on the CPU generator's device, compute where the weights are
+        batch = cdata.sample_batch(M.cpu(), hist.probs, hist.sigma, n, s.L, s.mag_low, s.token_q, generator, pooled=s.pooled)
+        batch.x, batch.y, batch.zx = batch.x.to(M.device), batch.y.to(M.device), batch.zx.to(M.device)
+        hx = cmodel.features(hist.W, batch.x, hist.b_final, s.L, s.att_scale)
+        hy = cmodel.features(hist.W, batch.y, hist.b_final, s.L, s.att_scale)
+        return hx, hy, batch.zx
+    batch = cdata.sample_batch(M, hist.probs, hist.sigma, n, s.L, s.mag_low, s.token_q, generator, pooled=s.pooled)
+    hx = cmodel.features(hist.W, batch.x, hist.b_final, s.L, s.att_scale)
+    hy = cmodel.features(hist.W, batch.y, hist.b_final, s.L, s.att_scale)
+    return hx, hy, batch.zx
+
+
+def test_cosine(hx: torch.Tensor, hy: torch.Tensor, floor: float = 1e-12):
+    """Figure 4's ``(1/N) sum_n cos(f(X_n), f(Y_n))`` per run (0 for a zero embedding), and the
+    fraction of pairs with a zero embedding."""
+    nx, ny = hx.norm(dim=-1), hy.norm(dim=-1)
+    ok = (nx > floor) & (ny > floor)
+    cos = torch.where(ok, (hx * hy).sum(-1) / (nx * ny).clamp_min(floor), torch.zeros_like(nx))
+    return cos.mean(-1), 1 - ok.to(cos.dtype).mean(-1)
+
+
+def regression_mse(h_train, z_train, h_test, z_test, n_maj: int, ridge: float = 1e-6):
+    """Figure 5: ridge least squares from ``f(X)`` (plus intercept) to ``y = mean_l z^(l)``, per run.
+    Returns ``(mse_all (R,), one_minus_r2_minority (R,))`` on the test pairs."""
+    def design(h):
+        return torch.cat([h, torch.ones(*h.shape[:-1], 1, dtype=h.dtype, device=h.device)], dim=-1)
+
+    Xtr, Xte = design(h_train), design(h_test)
+    ytr, yte = z_train.mean(-2), z_test.mean(-2)
+    G = Xtr.transpose(-1, -2) @ Xtr
+    G = G + ridge * torch.eye(G.shape[-1], dtype=G.dtype, device=G.device) * (1 + G.diagonal(dim1=-2, dim2=-1).mean(-1))[:, None, None]
+    beta = torch.linalg.solve(G, Xtr.transpose(-1, -2) @ ytr)
+    err = Xte @ beta - yte
+    mse = (err ** 2).mean((-1, -2))
+    var = yte[..., n_maj:].var(-2).clamp_min(1e-300)
+    r = ((err[..., n_maj:] ** 2).mean(-2) / var).mean(-1)
+    return mse, r
+
+
+@torch.no_grad()
+def evaluate_runs(hist, s, runs, test_pairs: int, train_pairs: int, test_seed: int, chunk: int, device="cpu"):
+    """Experiments 3-4 for the runs ``runs`` (a slice), ``chunk`` runs at a time on ``device``:
+    ``(test_cosine, zero_fraction, mse, one_minus_r2_minority)``, each ``(len(runs),)``. The test and
+    training pairs of every chunk come from generators seeded with ``test_seed`` ("a fixed test seed")."""
+    idx = torch.arange(len(hist.W))[runs]
+    outs = []
+    for k in range(0, len(idx), chunk):
+        sel = idx[k:k + chunk]
+        sub = type("Sub", (), {})()
+        sub.W, sub.M, sub.b_final = hist.W[sel].to(device), hist.M[sel].to(device, hist.W.dtype), hist.b_final[sel].to(device)
+        sub.probs, sub.sigma = hist.probs[sel], hist.sigma[sel]
+        hx, hy, zx = embed_pairs(sub, s, test_pairs, torch.Generator().manual_seed(test_seed + k))
+        cos, zero = test_cosine(hx, hy)
+        htr, _, ztr = embed_pairs(sub, s, train_pairs, torch.Generator().manual_seed(test_seed + 10_000_019 + k))
+        mse, r2 = regression_mse(htr, ztr, hx, zx, s.n_maj)
+        outs.append(torch.stack([cos, zero, mse, r2]).cpu())
+    return tuple(torch.cat(outs, dim=1))

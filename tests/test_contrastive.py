@@ -1,0 +1,180 @@
+"""Unit tests of companions.contrastive: each one fails on a plausible wrong implementation."""
+
+import math
+
+import sympy as sp
+import torch
+
+from companions.contrastive import data as cd
+from companions.contrastive import metrics as cmet
+from companions.contrastive import model as cm
+from companions.contrastive import theory as th
+from companions.contrastive import training as tr
+
+
+def gen(seed=0):
+    return torch.Generator().manual_seed(seed)
+
+
+def test_eps_vector_and_probs():
+    eps = cd.eps_vector(9, 5, 1.0, 0.3)
+    assert eps == [1.0] * 5 + [0.3] * 4
+    assert torch.allclose(cd.activation_probs(eps, 0.25), torch.tensor([0.25] * 5 + [0.075] * 4, dtype=torch.float64))
+    assert float(cd.activation_probs([10.0], 0.25)[0]) == 1.0
+
+
+def test_dictionary_is_column_orthonormal():
+    M = cd.dictionary(3, 50, 7, gen())
+    assert torch.allclose(M.transpose(-1, -2) @ M, torch.eye(7, dtype=torch.float64).expand(3, 7, 7), atol=1e-12)
+
+
+def test_latents_share_support_and_sign_across_views_and_tokens():
+    zx, zy = cd.sample_latents(cd.activation_probs([1.0, 0.5, 0.2], 0.5)[None].repeat(2, 1), 400, 4, 0.5, 0.6, gen())
+    sx, sy = zx.sum(-2), zy.sum(-2)
+    assert torch.equal(sx != 0, sy != 0) and torch.equal(torch.sign(sx), torch.sign(sy))  # Assumption 3.4
+    sign_tokens = torch.sign(zx)
+    assert bool(((sign_tokens == torch.sign(sx).unsqueeze(-2)) | (sign_tokens == 0)).all())  # Assumption 3.2(ii)
+    assert float(zx.abs().max()) <= 1.0
+
+
+def test_kappa_closed_form_matches_monte_carlo():
+    for q in (1.0, 0.5):
+        probs = cd.activation_probs([1.0, 0.3], 0.25)[None]
+        zx, zy = cd.sample_latents(probs, 200_000, 4, 0.5, q, gen(1))
+        mc = (zx.sum(-2) * zy.sum(-2)).mean(-2)[0]
+        exact = cd.kappa([1.0, 0.3], 0.25, 4, 0.5, q)
+        assert torch.allclose(mc, exact, rtol=0.03), (q, mc, exact)
+
+
+def test_kappa_symbolic_equals_closed_form():
+    for L in (1, 3, 4):
+        derived, closed, (p, a, q) = th.kappa_symbolic(L)
+        assert sp.simplify(derived - closed) == 0
+    assert abs(float(closed.subs({p: 0.25, a: 0.5, q: 1})) - 2.25) < 1e-12
+    wrong = p * (L * q * (1 + a) / 2) ** 2  # forgetting the conditioning on N >= 1
+    assert sp.simplify(derived - wrong) != 0
+
+
+def test_pooled_batch_has_the_token_mean_law():
+    M = cd.dictionary(1, 30, 3, gen())
+    probs = cd.activation_probs([1.0, 1.0, 1.0], 0.0001)[None]  # almost no signal: pure noise
+    sigma = torch.tensor([0.5])
+    pooled = cd.sample_batch(M, probs, sigma, 20000, 4, 0.5, 1.0, gen(2), pooled=True)
+    tokens = cd.sample_batch(M, probs, sigma, 20000, 4, 0.5, 1.0, gen(3), pooled=False)
+    assert abs(float(pooled.x.var()) - 0.25 / 4) < 0.003
+    assert abs(float(tokens.x.mean(-2).var()) - 0.25 / 4) < 0.003
+
+
+def test_brelu():
+    s = torch.linspace(-2, 2, 41, dtype=torch.float64)
+    assert torch.equal(cm.brelu(s, torch.tensor(0.0, dtype=torch.float64)), s)
+    b = torch.tensor(0.5, dtype=torch.float64)
+    assert torch.allclose(cm.brelu(-s, b), -cm.brelu(s, b))
+    assert torch.allclose(cm.brelu(s, b), torch.where(s.abs() > 0.5, s - 0.5 * torch.sign(s), torch.zeros_like(s)))
+
+
+def test_uniform_attention_equals_softmax_with_zero_scale():
+    M = cd.dictionary(2, 20, 3, gen())
+    batch = cd.sample_batch(M, cd.activation_probs([1.0, 1, 1], 0.5)[None].repeat(2, 1), torch.tensor([0.3, 0.3]),
+                            5, 4, 0.5, 1.0, gen(1), pooled=False)
+    W = cm.init_weights(2, 6, 20, 1.0, gen(2))
+    b = torch.full((2, 6), 0.2, dtype=torch.float64)
+    h_tokens = cm.features(W, batch.x, b, 4, att_scale=0.0)
+    h_pooled = cm.features(W, batch.x.mean(-2), b, 4)
+    assert torch.allclose(h_tokens, h_pooled)
+
+
+def _setup(**kw):
+    base = dict(d=4, n_maj=2, d1=12, m=5, K=16, n_neg=15, sigma0=0.3, eta=0.05, lam=0.01, tau=2.0, bias=False)
+    base.update(kw)
+    return tr.Setup(**base)
+
+
+def test_surrogate_gradient_is_tau_times_infonce_gradient():
+    s = _setup()
+    M = cd.dictionary(2, s.d1, s.d, gen())
+    batch = cd.sample_batch(M, cd.activation_probs([1, 1, .3, .3], .5)[None].repeat(2, 1), torch.tensor([.2, .2]),
+                            s.K, s.L, s.mag_low, 1.0, gen(1))
+    W = cm.init_weights(2, s.m, s.d1, 0.5, gen(2))
+    b = torch.zeros(2, s.m, dtype=torch.float64)
+    Wg = W.clone().requires_grad_(True)
+    loss = tr.info_nce(cm.features(Wg, batch.x, b, s.L), cm.features(Wg, batch.y, b, s.L), s.tau, s.n_neg).sum()
+    (auto,) = torch.autograd.grad(loss, Wg)
+    g, _, _ = tr.gradient(W, b, batch, s)  # paper convention: c_tau = 1
+    assert torch.allclose(g, s.tau * auto, atol=1e-12)
+    g_std, _, _ = tr.gradient(W, b, batch, _setup(grad_scale="standard"))
+    assert torch.allclose(g_std, auto, atol=1e-12)
+    ones = torch.ones(2, s.m, dtype=torch.float64)
+    g_mask, _, _ = tr.gradient(W, b, batch, s, mask=ones)
+    assert torch.allclose(g_mask, g, atol=1e-14)
+
+
+def test_negatives_mask_restricts_the_denominator():
+    hx = torch.randn(1, 6, 3, generator=gen(), dtype=torch.float64)
+    hy = torch.randn(1, 6, 3, generator=gen(1), dtype=torch.float64)
+    S = (hx @ hy.transpose(-1, -2))[0]
+    manual = -sum(float(S[k, k] - torch.logsumexp(S[k, [(k + o) % 6 for o in range(3)]], 0)) for k in range(6)) / 6
+    assert abs(float(tr.info_nce(hx, hy, 1.0, 2)[0]) - manual) < 1e-12
+
+
+def test_paper_and_standard_conventions_give_the_same_trajectory():
+    kw = dict(d=4, n_maj=2, d1=12, m=5, K=16, n_neg=15, sigma0=0.3, bias=True, c_b=0.3)
+    a = tr.train(tr.Setup(**kw, tau=2.0, eta=0.05, lam=0.01), torch.tensor([0.5]), torch.tensor([0.1]), 30, gen(), progress=False)
+    b = tr.train(tr.Setup(**kw, tau=2.0, eta=0.1, lam=0.005, grad_scale="standard"), torch.tensor([0.5]), torch.tensor([0.1]),
+                 30, gen(), progress=False)
+    assert torch.allclose(a.W, b.W, atol=1e-12)
+
+
+def test_linear_regime_growth_matches_the_closed_form():
+    s = tr.Setup(d=4, n_maj=2, d1=40, m=20, K=512, n_neg=511, sigma0=1e-4, eta=0.02, lam=0.0, bias=False)
+    h = tr.train(s, torch.full((4,), 0.3), torch.full((4,), 0.2), 100, gen(), progress=False, log_every=10)
+    E = (h.A.double() ** 2).sum(2)  # (T, R, d)
+    slope = (0.5 * (torch.log(E[-1]) - torch.log(E[1])) / float(h.steps[-1] - h.steps[1])).mean(0)
+    pred = torch.log(th.growth_rate(cd.kappa(cd.eps_vector(4, 2, 1, 0.3), s.p0, s.L, s.mag_low), s.eta, 0.0, 511))
+    assert torch.allclose(slope, pred, rtol=0.06), (slope, pred)
+    wrong = torch.log(th.growth_rate(cd.kappa(cd.eps_vector(4, 2, 1, 0.3), s.p0, s.L, s.mag_low), s.eta, 0.0, 10 ** 9) * 1.05)
+    assert not torch.allclose(slope[:2], wrong[:2], rtol=0.02)
+    assert float((h.noise[-1] / h.noise[0] - 1).abs().max()) < 0.05  # noise directions stay put (features grow e^4)
+
+
+def test_bias_schedule_switches_on_at_t1_and_follows_the_norm():
+    sch = cm.BiasSchedule(1, 2, 9, eta=0.1, c_b=1.0, t1_steps=3)
+    M = torch.eye(10, 9, dtype=torch.float64)[None]
+    W = torch.ones(1, 2, 10, dtype=torch.float64)
+    for t in range(3):
+        sch.update(t, W, W, M)
+    assert int(sch.t1[0]) == 3 and int(sch.stage[0]) == 2
+    assert torch.allclose(sch.b, math.sqrt(2 * math.log(9) / 9) * W.norm(dim=-1))
+    b0 = sch.b.clone()
+    sch.update(3, W, W, M)  # norm unchanged: the (1 + eta/d) branch wins
+    assert torch.allclose(sch.b, b0 * (1 + 0.1 / 9))
+    sch.update(4, W, 4 * W, M)  # ||w||^2 grew 16 > d = 9 times: T2, and b followed the norm
+    assert int(sch.t2[0]) == 5 and int(sch.stage[0]) == 3
+    assert torch.allclose(sch.b, b0 * (1 + 0.1 / 9) * 4)
+
+
+def test_beta_law_of_the_initial_alignment():
+    g = torch.randn(200_000, 9, generator=gen(), dtype=torch.float64)
+    u2 = g[:, 0] ** 2 / (g ** 2).sum(-1)
+    for t in (0.05, 0.2, 0.48):
+        assert abs(float((u2 >= t).double().mean()) - th.beta_tail(9, t)) < 0.004
+    assert th.beta_tail(9, 1.2) == 0.0
+    assert abs(th.prob_ordinary(9, 1.0, 0.01) - 0.025608) < 1e-5  # the spec's table
+
+
+def test_predicted_t1_solves_its_equation():
+    kap = cd.kappa(cd.eps_vector(9, 5, 1, 0.3), 0.25, 4, 0.5)
+    t = th.predicted_t1(kap, 500, 0.02, 0.0, 127)
+    g = th.growth_rate(kap, 0.02, 0.0, 127)
+    assert abs(float((g ** (2 * t)).sum()) / 491 - 1) < 1e-6
+
+
+def test_regression_recovers_a_linear_target_and_metrics_count():
+    z = torch.randn(2, 300, 1, 3, generator=gen(), dtype=torch.float64)
+    h = torch.cat([z[:, :, 0] @ torch.randn(3, 3, generator=gen(1), dtype=torch.float64), torch.zeros(2, 300, 2, dtype=torch.float64)], -1)
+    mse, r = cmet.regression_mse(h[:, :200], z[:, :200], h[:, 200:], z[:, 200:], n_maj=1)
+    assert float(mse.max()) < 1e-8 and float(r.max()) < 1e-8
+    C = torch.tensor([[[0.9, 0.1], [0.4, 0.5], [0.0, 0.2]]], dtype=torch.float64)
+    assert cmet.n_aligned(C).tolist() == [[2, 1]]
+    assert cmet.pure_neurons(C ** 2).tolist() == [[[True, False], [False, False], [False, False]]]
+    assert cmet.mixed_neurons(C ** 2).tolist() == [[False, True, False]]
