@@ -24,3 +24,43 @@ TARGET = register_chapter(Chapter(
     checks=(lambda p: None if p["k"] <= p["D"] <= p["d"] else
             f"parameters 'k' = {p['k']}, 'D' = {p['D']}, 'd' = {p['d']} are not allowed: need k <= D <= d",),
 ))
+
+
+def _check_first_steps(p):
+    if not p["k"] <= p["D"] <= p["d"]:
+        return f"parameters 'k' = {p['k']}, 'D' = {p['D']}, 'd' = {p['d']} are not allowed: need k <= D <= d"
+    if p["k"] % 2 == 0 or p["oracle_k"] % 2 == 0:
+        return f"parameters 'k' = {p['k']} and 'oracle_k' = {p['oracle_k']} must be odd (parity labels of D_A^mix)"
+    if not p["oracle_k"] < p["oracle_D"]:
+        return f"parameter 'oracle_D' = {p['oracle_D']} must exceed oracle_k = {p['oracle_k']} (background patterns)"
+    return None
+
+
+FIRST_STEPS = register_chapter(Chapter(
+    id="emergence-first-steps",
+    title="Feature emergence in the first steps (Lemma 2.6, Lemmas A.9-A.17)",
+    notebook="book/emergence/first-steps.md",
+    params={
+        "d": Int(2, 100_000, doc="input dimension"),
+        "D": Int(2, 100_000, doc="number of dictionary patterns"),
+        "k": Int(1, 99, doc="number of class-relevant patterns (odd: parity labels)"),
+        "p_o": Float(0.0, 0.5, low_open=True, doc="background pattern probability (weight of the uniform part)"),
+        "m": Int(1, 100_000, doc="half the width: the network has 2m neurons"),
+        "n": Int(10, 10_000_000, doc="training sample (the batch of the first two steps)"),
+        "n_test": Int(10, 10_000_000, doc="test sample"),
+        "schedule": Choice(("A.214", "A.274"), doc="first-step schedule: Lemma A.17 (A.214) or Theorem A.20 (A.274)"),
+        "probe_steps": Int(1, 1_000_000, doc="Adam steps of the raw-feature probe"),
+        "oracle_D": Int(2, 16, doc="D of the exact population (enumerated support)"),
+        "oracle_k": Int(1, 15, doc="k of the exact population"),
+        "oracle_m": Int(1, 1000, doc="m of the exact population run"),
+    },
+    presets={
+        "smoke": dict(d=64, D=32, k=5, p_o=0.5, m=64, n=6000, n_test=2000, schedule="A.214", probe_steps=200,
+                      oracle_D=10, oracle_k=3, oracle_m=8),
+        "default": dict(d=100, D=50, k=5, p_o=0.5, m=100, n=10000, n_test=5000, schedule="A.214", probe_steps=300,
+                        oracle_D=14, oracle_k=5, oracle_m=16),
+        "paper": dict(d=500, D=100, k=5, p_o=0.5, m=300, n=50000, n_test=10000, schedule="A.214", probe_steps=600,
+                      oracle_D=16, oracle_k=5, oracle_m=32),
+    },
+    checks=(_check_first_steps,),
+))

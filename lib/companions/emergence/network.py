@@ -105,26 +105,29 @@ def accuracy(p: Params, X: torch.Tensor, y: torch.Tensor) -> float:
     return float((torch.sign(forward(p, X)) == y).double().mean())
 
 
-def gradients(p: Params, X: torch.Tensor, y: torch.Tensor, s: float) -> Params:
+def gradients(p: Params, X: torch.Tensor, y: torch.Tensor, s: float, weights: torch.Tensor | None = None) -> Params:
     """``grad_theta L(g; sigma_xi)`` on the sample ``(X, y)``, written as in Lemma A.6:
     with ``u = y I[y g(x; xi) <= 1]`` and ``z = <w_i, x> + b_i``,
     ``dL/dw_i = -a_i E{u E_xi I[z + xi in (0,1)] x}`` (A.19), the same without ``x`` for ``b_i`` (A.20),
-    and ``dL/da_i = -E{u E_xi sigma(z + xi)}`` (A.21)."""
+    and ``dL/da_i = -E{u E_xi sigma(z + xi)}`` (A.21).
+    ``weights`` (summing to 1) replace the uniform average: with the probabilities of an enumerated
+    support they give the exact population gradient."""
     z = preactivations(p, X)
     out = smoothed_relu(z, s) @ p.a
     u = y * (y * out <= 1).to(X.dtype)
-    n = X.shape[0]
+    u = u / X.shape[0] if weights is None else u * weights
     act = smoothed_relu_derivative(z, s) * u.unsqueeze(1)  # (n, 2m)
-    gW = -(p.a.unsqueeze(1) * (act.T @ X)) / n
-    gb = -(p.a * act.sum(0)) / n
-    ga = -(smoothed_relu(z, s).T @ u) / n
+    gW = -(p.a.unsqueeze(1) * (act.T @ X))
+    gb = -(p.a * act.sum(0))
+    ga = -(smoothed_relu(z, s).T @ u)
     return Params(gW, gb, ga)
 
 
-def gd_step(p: Params, X: torch.Tensor, y: torch.Tensor, eta: float, lam_a: float, lam_w: float, s: float) -> Params:
+def gd_step(p: Params, X: torch.Tensor, y: torch.Tensor, eta: float, lam_a: float, lam_w: float, s: float,
+            weights: torch.Tensor | None = None) -> Params:
     """One update (2.4), written literally: ``theta - eta (grad L + grad R)``, with
     ``grad R = (2 lambda_a a, 2 lambda_w w, 0)``."""
-    g = gradients(p, X, y, s)
+    g = gradients(p, X, y, s, weights)
     return Params(p.W - eta * (g.W + 2 * lam_w * p.W), p.b - eta * g.b, p.a - eta * (g.a + 2 * lam_a * p.a))
 
 
@@ -149,10 +152,12 @@ def schedule(name: str, k: int, m: int, sigma_tilde: float, gamma: float, T: int
     }
 
 
-def first_two_steps(p0: Params, X: torch.Tensor, y: torch.Tensor, sched: dict) -> tuple[Params, Params]:
-    """The two large-weight-decay ("forgetful") steps on the batch ``(X, y)``: ``(theta^(1), theta^(2))``."""
-    p1 = gd_step(p0, X, y, **sched["step1"])
-    p2 = gd_step(p1, X, y, **sched["step2"])
+def first_two_steps(p0: Params, X: torch.Tensor, y: torch.Tensor, sched: dict,
+                    weights: torch.Tensor | None = None) -> tuple[Params, Params]:
+    """The two large-weight-decay ("forgetful") steps on the batch ``(X, y)`` (or on an enumerated
+    support with its probabilities as ``weights``): ``(theta^(1), theta^(2))``."""
+    p1 = gd_step(p0, X, y, **sched["step1"], weights=weights)
+    p2 = gd_step(p1, X, y, **sched["step2"], weights=weights)
     return p1, p2
 
 
