@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from companions.scale import Chapter, Choice, Float, Int, register_chapter
+from companions.scale import Chapter, Choice, Float, Int, ListOf, register_chapter
 
 TARGET = register_chapter(Chapter(
     id="emergence-target",
@@ -63,4 +63,48 @@ FIRST_STEPS = register_chapter(Chapter(
                       oracle_D=16, oracle_k=5, oracle_m=32),
     },
     checks=(_check_first_steps,),
+))
+
+
+def _check_fixed(p):
+    if not p["k"] <= p["D"] <= p["d"]:
+        return f"parameters 'k' = {p['k']}, 'D' = {p['D']}, 'd' = {p['d']} are not allowed: need k <= D <= d"
+    if p["k"] % 2 == 0 or any(v % 2 == 0 for v in p["bound_k_values"]):
+        return f"parameters 'k' and 'bound_k_values' must be odd (parity labels); got {p['k']}, {list(p['bound_k_values'])}"
+    if not p["walsh_k"] <= p["walsh_D"]:
+        return f"parameter 'walsh_k' = {p['walsh_k']} must be at most walsh_D = {p['walsh_D']}"
+    if p["kernel_n"] > p["n"]:
+        return f"parameter 'kernel_n' = {p['kernel_n']} must be at most n = {p['n']}"
+    return None
+
+
+FIXED = register_chapter(Chapter(
+    id="emergence-fixed-features",
+    title="Fixed features cannot learn it (Theorem 2.2, Corollary 2.3)",
+    notebook="book/emergence/fixed-features.md",
+    params={
+        "d": Int(2, 100_000, doc="input dimension of the comparison"),
+        "D": Int(2, 100_000, doc="number of dictionary patterns"),
+        "k": Int(1, 99, doc="relevant patterns (odd)"),
+        "m": Int(1, 100_000, doc="half the width (2m neurons, N = 2m random features)"),
+        "n": Int(10, 10_000_000, doc="training sample"),
+        "n_test": Int(10, 10_000_000, doc="test sample"),
+        "steps": Int(1, 1_000_000, doc="steps after the first two (network), and steps of RF / NTK"),
+        "batch": Int(1, 1_000_000, doc="minibatch of the later steps"),
+        "kernel_n": Int(10, 100_000, doc="training points of the kernel method"),
+        "walsh_D": Int(2, 16, doc="cube dimension of the exact Fourier check"),
+        "walsh_k": Int(1, 16, doc="parity degree of the exact Fourier check"),
+        "walsh_N": Int(1, 4096, doc="number of features of the exact Fourier check"),
+        "bound_k_values": ListOf(Int(1, 31), min_len=1, doc="k of the norm-constrained RF check (D = d = 16k)"),
+        "bound_B": Float(0.0, 1e6, low_open=True, doc="norm bound B of the constrained RF heads"),
+    },
+    presets={
+        "smoke": dict(d=64, D=32, k=5, m=64, n=6000, n_test=2000, steps=400, batch=1000, kernel_n=1500,
+                      walsh_D=10, walsh_k=3, walsh_N=8, bound_k_values=[5], bound_B=1.0),
+        "default": dict(d=100, D=50, k=5, m=100, n=10000, n_test=5000, steps=600, batch=1000, kernel_n=3000,
+                        walsh_D=12, walsh_k=3, walsh_N=16, bound_k_values=[3, 5, 7], bound_B=1.0),
+        "paper": dict(d=500, D=100, k=5, m=300, n=50000, n_test=10000, steps=600, batch=1000, kernel_n=10000,
+                      walsh_D=14, walsh_k=5, walsh_N=32, bound_k_values=[3, 5, 7, 9], bound_B=1.0),
+    },
+    checks=(_check_fixed,),
 ))

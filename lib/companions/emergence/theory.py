@@ -303,3 +303,42 @@ def parity_correlations(D: int, k: int) -> dict:
     G = S.T @ S  # 2^D (Pr[=] - Pr[!=]) for every pair
     off = G[~np.eye(len(subsets), dtype=bool)]
     return {"pairs": len(off), "max_abs_correlation_count": int(np.abs(off).max()), "concepts": len(subsets)}
+
+
+def binomial_at_least_16_to_k(D_max: int) -> dict:
+    """Exhaustive integer check of ``binom(D, k) >= 16^k`` for every ``1 <= k <= D/16``, ``D <= D_max``
+    (the step from Bessel's ``B sqrt(N / binom(D, k))`` to the ``2^k`` form of Theorem 2.2)."""
+    cases = violations = 0
+    for D in range(16, D_max + 1):
+        for k in range(1, D // 16 + 1):
+            cases += 1
+            violations += math.comb(D, k) < 16**k
+    return {"cases": cases, "violations": violations}
+
+
+def readings_symbolic() -> dict:
+    """Sympy: the Bessel form ``B sqrt(N)/4^k`` is at most both readings of Theorem 2.2's term,
+    ``sqrt(2N) B / 2^k`` always, and ``sqrt(2 N B) / 2^k`` whenever that reading is non-vacuous
+    (``2NB = t 4^k`` with ``0 < t < 1``, ``N >= 1``). Returns the two simplified ratios."""
+    import sympy as sp
+
+    N, B, k, t = sp.symbols("N B k t", positive=True)
+    bessel = B * sp.sqrt(N) / 4**k
+    r_linear = sp.simplify(bessel / (sp.sqrt(2 * N) * B / 2**k))
+    r_root = sp.simplify((bessel / (sp.sqrt(2 * N * B) / 2**k)).subs(B, t * 4**k / (2 * N)))
+    return {"linear": r_linear, "root": r_root, "symbols": (N, B, k, t)}
+
+
+def nontrivial_size(k: int) -> float:
+    """The bound ``p_o (1 - sqrt(2N) B / 2^k)`` is positive iff ``N B^2 < 4^k / 2``: returns ``4^k / 2``."""
+    return 4**k / 2
+
+
+def mixture_background_covariance(p_o) -> Fraction:
+    """Covariance of two background coordinates under D_A^mix: ``p_o (2 p_o - 1)^2 / (4 (1 - p_o))``
+    (zero only at ``p_o = 1/2``; (A2) asks for independence)."""
+    p = Fraction(p_o).limit_denominator(10**6)
+    q = p / (2 - 2 * p)
+    e1 = p * Fraction(1, 2) + (1 - p) * q  # = p
+    e12 = p * Fraction(1, 4) + (1 - p) * q * q
+    return e12 - e1 * e1
