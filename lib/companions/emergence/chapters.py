@@ -108,3 +108,45 @@ FIXED = register_chapter(Chapter(
     },
     checks=(_check_fixed,),
 ))
+
+
+def _check_structure(p):
+    if not p["k"] <= p["D"] <= p["d"]:
+        return f"parameters 'k' = {p['k']}, 'D' = {p['D']}, 'd' = {p['d']} are not allowed: need k <= D <= d"
+    if p["k"] % 2 == 0 or p["oracle_k"] % 2 == 0:
+        return f"parameters 'k' = {p['k']} and 'oracle_k' = {p['oracle_k']} must be odd (parity labels)"
+    if not p["sq_k"] <= p["sq_D"]:
+        return f"parameter 'sq_k' = {p['sq_k']} must be at most sq_D = {p['sq_D']}"
+    if not p["oracle_k"] < p["oracle_D"]:
+        return f"parameter 'oracle_D' = {p['oracle_D']} must exceed oracle_k = {p['oracle_k']}"
+    return None
+
+
+STRUCTURE = register_chapter(Chapter(
+    id="emergence-no-structure",
+    title="Input structure is necessary (Theorem 2.4)",
+    notebook="book/emergence/no-structure.md",
+    params={
+        "d": Int(2, 100_000, doc="input dimension"),
+        "D": Int(2, 100_000, doc="number of dictionary patterns"),
+        "k": Int(1, 99, doc="relevant patterns (odd)"),
+        "m": Int(1, 100_000, doc="half the width"),
+        "n": Int(10, 10_000_000, doc="training sample"),
+        "n_test": Int(10, 10_000_000, doc="test sample"),
+        "steps": Int(1, 1_000_000, doc="steps after the first two"),
+        "batch": Int(1, 1_000_000, doc="minibatch of the later steps"),
+        "sq_D": Int(2, 14, doc="D of the exact pairwise-uncorrelation check"),
+        "sq_k": Int(1, 14, doc="k of the exact pairwise-uncorrelation check"),
+        "oracle_D": Int(2, 16, doc="D of the exact population gradient"),
+        "oracle_k": Int(1, 15, doc="k of the exact population gradient"),
+    },
+    presets={
+        "smoke": dict(d=64, D=32, k=5, m=64, n=6000, n_test=2000, steps=400, batch=1000, sq_D=10, sq_k=3,
+                      oracle_D=10, oracle_k=3),
+        "default": dict(d=100, D=50, k=5, m=100, n=10000, n_test=5000, steps=600, batch=1000, sq_D=12, sq_k=5,
+                        oracle_D=14, oracle_k=5),
+        "paper": dict(d=500, D=100, k=5, m=300, n=50000, n_test=10000, steps=600, batch=1000, sq_D=14, sq_k=5,
+                      oracle_D=16, oracle_k=5),
+    },
+    checks=(_check_structure,),
+))

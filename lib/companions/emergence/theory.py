@@ -300,7 +300,7 @@ def parity_correlations(D: int, k: int) -> dict:
     subsets = list(itertools.combinations(range(D), k))
     C = np.stack([((1 - phi_t[:, list(A)]).sum(1) % 2) for A in subsets], 1)  # 0/1 concepts
     S = 1 - 2 * C  # +-1
-    G = S.T @ S  # 2^D (Pr[=] - Pr[!=]) for every pair
+    G = (S.T.astype(np.float64) @ S.astype(np.float64)).round().astype(np.int64)  # 2^D (Pr[=] - Pr[!=]), exact (< 2^53)
     off = G[~np.eye(len(subsets), dtype=bool)]
     return {"pairs": len(off), "max_abs_correlation_count": int(np.abs(off).max()), "concepts": len(subsets)}
 
@@ -342,3 +342,13 @@ def mixture_background_covariance(p_o) -> Fraction:
     e1 = p * Fraction(1, 2) + (1 - p) * q  # = p
     e12 = p * Fraction(1, 4) + (1 - p) * q * q
     return e12 - e1 * e1
+
+
+
+def sq_concept(D: int, A, literal: bool = False) -> np.ndarray:
+    """The concept of the proof of Theorem 2.4 on every ``phi~ in {0,1}^D`` (rows in the order of
+    :func:`cube`, ``phi~ = (z + 1)/2``): ``g_A = I[sum_{j in A} (1 - phi~_j) odd]`` (0/1). With ``literal=True``,
+    the sum runs over all ``j`` as printed, and ``A`` plays no role."""
+    phi_t = (cube(D) + 1) // 2
+    cols = list(range(D)) if literal else list(A)
+    return (1 - phi_t[:, cols]).sum(1) % 2
