@@ -150,3 +150,56 @@ STRUCTURE = register_chapter(Chapter(
     },
     checks=(_check_structure,),
 ))
+
+
+def _check_experiments(p):
+    if not p["k"] <= p["D"] <= min(p["d"], *p["d_values"]):
+        return f"parameters 'k', 'D', 'd', 'd_values' are not allowed: need k <= D <= every d (got k={p['k']}, D={p['D']}, d={p['d']}, d_values={list(p['d_values'])})"
+    if p["k"] % 2 == 0:
+        return f"parameter 'k' = {p['k']} must be odd (parity labels)"
+    if not p["interval_k"] <= p["interval_D"] <= p["d"]:
+        return f"parameters 'interval_k' = {p['interval_k']}, 'interval_D' = {p['interval_D']} need interval_k <= interval_D <= d"
+    if len(p["n_values"]) != len(p["m_values"]):
+        return f"parameters 'n_values' and 'm_values' must have the same length (got {len(p['n_values'])} and {len(p['m_values'])})"
+    if any(not 0 < r < 1 for r in p["ratios"]):
+        return f"parameter 'ratios' = {list(p['ratios'])} must lie in (0, 1)"
+    return None
+
+
+EXPERIMENTS = register_chapter(Chapter(
+    id="emergence-experiments",
+    title="The source's experiments (Tables A.1-A.5)",
+    notebook="book/emergence/experiments.md",
+    params={
+        "d": Int(2, 100_000, doc="input dimension of Table A.1 (and A.4, A.5)"),
+        "D": Int(2, 100_000, doc="dictionary size"),
+        "k": Int(1, 99, doc="relevant patterns (odd, parity)"),
+        "m": Int(1, 100_000, doc="half the width"),
+        "n": Int(10, 10_000_000, doc="training sample"),
+        "n_test": Int(10, 10_000_000, doc="test sample"),
+        "steps": Int(1, 1_000_000, doc="steps T after the first two (and of RF / NTK)"),
+        "batch": Int(1, 1_000_000, doc="minibatch of the later steps"),
+        "probe_steps": Int(1, 1_000_000, doc="Adam steps of the raw One/Two-Step probes"),
+        "seeds": Int(1, 100, doc="independent runs averaged (the source: 5)"),
+        "interval_D": Int(2, 100_000, doc="D of the interval labeling (Table A.2)"),
+        "interval_k": Int(1, 99, doc="k of the interval labeling; y = +1 iff S in [2k/3, k]"),
+        "interval_m": Int(1, 100_000, doc="half the width for Table A.2"),
+        "interval_steps": Int(1, 1_000_000, doc="T for Table A.2"),
+        "d_values": ListOf(Int(2, 100_000), max_len=2, doc="input dimensions of Table A.3"),
+        "ratios": ListOf(Float(0.0, 1.0, low_open=True, high_open=True), max_len=2, doc="negative-class fractions of Table A.4"),
+        "n_values": ListOf(Int(10, 10_000_000), max_len=2, doc="training sizes of Table A.5"),
+        "m_values": ListOf(Int(1, 100_000), max_len=2, doc="half-widths for those sizes (the source shrinks m to 50 at n = 10,000)"),
+    },
+    presets={
+        "smoke": dict(d=48, D=24, k=5, m=32, n=3000, n_test=1000, steps=300, batch=1000, probe_steps=100, seeds=1,
+                      interval_D=24, interval_k=15, interval_m=16, interval_steps=100, d_values=[24, 96],
+                      ratios=[0.8], n_values=[1500], m_values=[8]),
+        "default": dict(d=100, D=50, k=5, m=100, n=10000, n_test=5000, steps=600, batch=1000, probe_steps=300, seeds=1,
+                        interval_D=50, interval_k=15, interval_m=50, interval_steps=200, d_values=[50, 400],
+                        ratios=[0.8, 0.9], n_values=[5000, 2000], m_values=[100, 17]),
+        "paper": dict(d=500, D=100, k=5, m=300, n=50000, n_test=10000, steps=600, batch=1000, probe_steps=600, seeds=5,
+                      interval_D=100, interval_k=30, interval_m=100, interval_steps=200, d_values=[100, 2000],
+                      ratios=[0.8, 0.9], n_values=[25000, 10000], m_values=[300, 50]),
+    },
+    checks=(_check_experiments,),
+))

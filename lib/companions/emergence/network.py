@@ -161,6 +161,16 @@ def first_two_steps(p0: Params, X: torch.Tensor, y: torch.Tensor, sched: dict,
     return p1, p2
 
 
+def class_weights(y: torch.Tensor) -> torch.Tensor:
+    """Per-example weights of the class-weighted loss (A.293) of the general setting (Section A.8):
+    ``alpha_v = 1 / (2 Pr[y = v])`` with empirical class frequencies, normalised to sum to 1."""
+    pos = (y > 0).to(y.dtype)
+    n_pos, n_neg = float(pos.sum()), float((1 - pos).sum())
+    if n_pos == 0 or n_neg == 0:
+        raise ValueError("parameter 'y' has a single class: class weights (A.293) need both")
+    return pos / (2 * n_pos) + (1 - pos) / (2 * n_neg)
+
+
 def cosines(W: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """``cos(w_i, v)`` for every row of ``W``."""
     return (W @ v) / (W.norm(dim=1) * v.norm()).clamp_min(torch.finfo(W.dtype).tiny)
