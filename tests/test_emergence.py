@@ -230,3 +230,89 @@ def test_chapters_registered():
     assert "emergence-target" in companions.chapters()
     with pytest.raises(ValueError, match="'k'"):
         companions.preset("emergence-target", "smoke", k=40, D=32)
+
+
+# ---------------------------------------------------------------------------------------------
+# later additions: analysis, experiments, more closed forms
+# ---------------------------------------------------------------------------------------------
+def test_class_weights_balance_classes():
+    y = torch.tensor([1.0, 1.0, 1.0, -1.0])
+    w = network.class_weights(y)
+    assert float(w.sum()) == pytest.approx(1.0)
+    assert float(w[y > 0].sum()) == pytest.approx(0.5) and float(w[y < 0].sum()) == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="'y'"):
+        network.class_weights(torch.ones(3))
+
+
+def test_sample_with_ratio_exact_counts():
+    from companions.emergence import experiments
+    dist = data.parity_mixture(20, 10, 3, Fraction(1, 2), _gen())
+    x, y = experiments.sample_with_ratio(dist, 1000, 0.8, _gen(1))
+    assert x.shape == (1000, 20) and int((y == -1).sum()) == 800
+
+
+def test_run_methods_smoke():
+    from companions.emergence import experiments
+    dist = data.parity_mixture(24, 12, 3, Fraction(1, 2), _gen())
+    x, y, _ = dist.sample(600, _gen(1))
+    xt, yt, _ = dist.sample(200, _gen(2))
+    out = experiments.run_methods(dist, x, y, {"test": (xt, yt)}, 8, 5, 100, 0, progress=False)
+    for key in experiments.METHODS:
+        assert 0 <= out[key]["test"] <= 1
+    assert out["network"]["curve"]["step"][-1] == 5
+
+
+def test_signal_noise_and_epsilon():
+    from companions.emergence import analysis
+    dist = data.parity_mixture(20, 10, 3, Fraction(1, 2), _gen())
+    W = torch.stack([dist.signal_direction, dist.M[:, [j for j in range(10) if j not in dist.A][0]]])
+    rho = analysis.signal_noise(W, dist)
+    assert float(rho[0]) > 1e10 and float(rho[1]) < 1e-10
+    assert analysis.epsilon_e(dist, 10) > 0
+
+
+def test_sample_gradient_terms_match_population_on_support():
+    from companions.emergence import analysis
+    dist = data.parity_mixture(12, 8, 3, Fraction(1, 2), _gen())
+    grid, prob = dist.support()
+    # sample = the support repeated in proportion to its probabilities (exact when all are multiples of 1/N)
+    counts = (prob * 2**14).round().long()
+    assert int(counts.sum()) == 2**14
+    X = dist.inputs(grid).repeat_interleave(counts, dim=0)
+    y = dist.labels(grid).repeat_interleave(counts)
+    p0 = network.symmetric_init(2, 12, 3, dist.sigma, float(dist.gamma), _gen(3))
+    terms = analysis.sample_gradient_terms(p0, X, y, dist, 0.2)
+    exact = theory.gradient_terms(dist, p0.W[0], float(p0.b[0]), 0.2)
+    assert torch.allclose(terms["T_A"][0], exact["T"][list(dist.A)], atol=1e-12)
+    assert abs(float(terms["beta"][0]) - exact["beta"]) < 1e-12
+
+
+def test_bound_helpers():
+    assert theory.binomial_at_least_16_to_k(200)["violations"] == 0
+    r = theory.readings_symbolic()
+    assert str(r["linear"]) == "2**(-k - 1/2)"
+    assert theory.mixture_background_covariance(Fraction(1, 4)) == Fraction(1, 48)
+    assert theory.mixture_background_covariance(Fraction(1, 2)) == 0
+    assert theory.nontrivial_size(5) == 512
+
+
+def test_sq_concept_literal_ignores_A():
+    a = theory.sq_concept(6, [0, 1, 2], literal=True)
+    b = theory.sq_concept(6, [3, 4, 5], literal=True)
+    assert np.array_equal(a, b)
+    assert not np.array_equal(theory.sq_concept(6, [0, 1, 2]), theory.sq_concept(6, [3, 4, 5]))
+
+
+def test_bessel_bound_and_integer_features_range():
+    num = theory.integer_features(5, 4, np.random.default_rng(1), L=6)
+    assert num.shape == (32, 4) and np.abs(num).max() <= 6
+    assert theory.bessel_bound(4, 1.0, 10, 3) == pytest.approx(1 - math.sqrt(4 / 120))
+
+
+def test_all_emergence_chapters_validate():
+    for cid in ("emergence-first-steps", "emergence-fixed-features", "emergence-no-structure", "emergence-experiments"):
+        companions.preset(cid, "smoke")
+    with pytest.raises(ValueError, match="'k'"):
+        companions.preset("emergence-first-steps", "smoke", k=4)
+    with pytest.raises(ValueError, match="n_values"):
+        companions.preset("emergence-experiments", "smoke", n_values=[100, 200])
