@@ -1,0 +1,71 @@
+"""Measurements on trained first layers: alignment, signal/noise, gradient terms, probes.
+
+``v = sum_{j in A} M_j`` is the ground-truth direction (Lemma 2.5, Figure 2.2); ``q_l = <w, M_l>``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from companions.emergence import baselines
+from companions.emergence.network import Params, cosines, features, gradients, smoothed_relu_derivative
+
+
+def signal_noise(W: torch.Tensor, dist) -> torch.Tensor:
+    """``rho_i = ||P_A w_i|| / ||P_{A^c} w_i||``, with ``P_A`` the projection on ``span{M_j : j in A}``
+    and ``P_{A^c}`` the rest of ``R^d`` (background patterns and the orthogonal complement of M)."""
+    MA = dist.M[:, list(dist.A)].to(W)
+    inside = W @ MA
+    rest = (W - inside @ MA.T).norm(dim=1)
+    return inside.norm(dim=1) / rest.clamp_min(torch.finfo(W.dtype).tiny)
+
+
+def step_summary(params: dict[str, Params], dist) -> dict:
+    """Per step: max and median ``|cos(w_i, v)|`` and the median signal/noise ratio."""
+    v = dist.signal_direction
+    out = {}
+    for name, p in params.items():
+        c = cosines(p.W, v.to(p.W)).abs()
+        out[name] = {"max_cos": float(c.max()), "median_cos": float(c.median()),
+                     "median_rho": float(signal_noise(p.W, dist).median())}
+    return out
+
+
+def sample_gradient_terms(p: Params, X: torch.Tensor, y: torch.Tensor, dist, s: float) -> dict:
+    """The decomposition of Lemma 2.6 on a sample: ``-dL/dw_i = a_i sum_j M_j T_j`` (+ a part outside
+    span(M), zero here), so ``T_{ij} = <M_j, -dL/dw_i> / a_i``; and the per-neuron
+    ``beta_i = E E_xi I[<phi_{-A}, q_{-A}> + b_i + xi in (0, 1)]`` estimated on the same sample."""
+    g = gradients(p, X, y, s)
+    M = dist.M.to(X)
+    T = -(g.W @ M) / p.a.unsqueeze(1)  # (2m, D)
+    A = list(dist.A)
+    phi = X @ M  # phi = M^T x
+    mask = torch.ones(dist.D, dtype=torch.bool)
+    mask[A] = False
+    q = p.W @ M  # (2m, D)
+    z_minus_A = phi[:, mask] @ q[:, mask].T + p.b
+    beta = smoothed_relu_derivative(z_minus_A, s).mean(0)
+    return {"T_A": T[:, A], "T_bg": T[:, mask], "beta": beta,
+            "unit": float(dist.gamma) / dist.sigma}
+
+
+def epsilon_e(dist, m: int, delta: float = 0.1) -> float:
+    """``epsilon_e`` of Lemma A.9: ``(k log^{1/2}(Dm/delta) + log^{3/2}(Dm/delta)) / sqrt(sigma_phi^2 sigma~^2 (D-k))``."""
+    L = math.log(dist.D * m / delta)
+    sigma_phi2 = float(dist.p_o * (1 - dist.p_o)) / float(dist.sigma2)
+    return (dist.k * L**0.5 + L**1.5) / math.sqrt(sigma_phi2 * float(dist.sigma2) * (dist.D - dist.k))
+
+
+def probes(p: Params, X: torch.Tensor, y: torch.Tensor, Xt: torch.Tensor, yt: torch.Tensor, steps: int,
+           batch: int, generator: torch.Generator, lr: float = 1e-2, progress: bool = False, desc: str = "probe") -> dict:
+    """Both readings of "train the best classifiers on top" of a frozen first layer (Section A.7.1):
+    ``standardised`` (logistic regression on standardised features) and ``raw`` (the network's second
+    layer trained with Adam on the raw features, like the RF baseline)."""
+    F, Ft = features(p, X), features(p, Xt)
+    std = baselines.standardised_probe(F, y, Ft, yt)
+    a, _ = baselines.train_linear_head(F, y, steps, batch, generator, lr=lr, progress=progress, desc=desc)
+    raw = {"train": float((torch.sign(F @ a) == y).double().mean()), "test": float((torch.sign(Ft @ a) == yt).double().mean()),
+           "output_spread": float((Ft @ a).std())}
+    return {"standardised": std, "raw": raw}
