@@ -124,3 +124,47 @@ def test_bad_parameters_are_named():
         companions.preset("fourier-max-margin", "smoke", p=9)
     with pytest.raises(ValueError, match=r"p_values\[1\]"):
         companions.preset("fourier-max-margin", "smoke", p_values=[3, 4])
+
+
+def test_masked_neurons_stay_zero_and_runs_are_independent():
+    g = torch.Generator().manual_seed(5)
+    run = fr.train(5, 2, [3, 8], 30, 0.05, g, lam=1e-3, log_every=10, progress=False)
+    assert torch.all(run.U[0, 3:] == 0) and torch.all(run.W[0, 3:] == 0)
+    assert bool((run.U[1, 3:] != 0).any())
+    # a run trained alone from the same initialization gives the same parameters (runs do not interact)
+    U0, W0 = run.U0[1:2].clone(), run.W0[1:2].clone()
+    U, W = U0.clone().requires_grad_(True), W0.clone().requires_grad_(True)
+    opt = torch.optim.Adam([U, W], lr=0.05)
+    a, y = fr.dataset(5, 2)
+    for t in range(30):
+        for gr in opt.param_groups:
+            gr["lr"] = 0.05 * (0.5 * (1 + math.cos(math.pi * (t - 24) / 6)) if t >= 24 else 1.0)
+        loss = torch.nn.functional.cross_entropy(fr.forward(U, W, a)[0], y) + 1e-3 * fr.norm_ab(U, W, 3).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert torch.allclose(U.detach(), run.U[1:2], atol=1e-10)
+
+
+def test_training_improves_margin_and_never_exceeds_gamma_star():
+    run = fr.train(5, 2, [16], 1500, 0.1, torch.Generator().manual_seed(6), lam=1e-3, log_every=100, progress=False)
+    assert float(run.rho.max()) <= 1 + 1e-9
+    assert float(run.rho[-1, 0]) > 0.8 > float(run.rho[0, 0])
+    d = fr.diagnostics(run.U[0], run.W[0])
+    assert d["all_frequencies"] and d["median_concentration"] > 0.9
+
+
+def test_adamw_and_bad_regularizer():
+    run = fr.train(5, 2, [8], 20, 0.01, torch.Generator().manual_seed(7), regularizer="adamw", weight_decay=0.1,
+                   log_every=10, progress=False)
+    assert run.rho.shape == (3, 1)
+    with pytest.raises(ValueError, match="regularizer"):
+        fr.train(5, 2, [8], 2, 0.01, torch.Generator(), regularizer="l1", progress=False)
+
+
+def test_training_chapter_parameters():
+    import companions
+    with pytest.raises(ValueError, match="'p'"):
+        companions.preset("fourier-training", "smoke", p=15)
+    with pytest.raises(ValueError, match="'batch'"):
+        companions.preset("fourier-training", "smoke", batch=10**6)
