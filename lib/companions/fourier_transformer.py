@@ -1,0 +1,218 @@
+"""A small transformer on k-input modular addition: attention maps' 2-D Fourier spectra and grokking.
+
+Source: Z. Shi's dissertation, Section 4.5 and Appendix C.10 (Figures 4.3, 4.4, C.5, C.6). The source's
+model is built on github.com/Sea-Snell/grokking; it writes the m-head attention layer as
+``W^P [W_h^{V T} E softmax(E^T W_h^K W_h^{Q T} E)]_{h=1..m}`` and calls ``W^{KQ} = W^K W^{Q T}`` the attention
+matrix. Everything the source leaves open (input format, normalization, initialization, steps) is
+this book's choice and is stated in the chapter.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+from companions.fourier import dataset, is_odd_prime
+from companions.scale import Chapter, Float, Int, ListOf, register_chapter
+
+
+def _check(params):
+    if not is_odd_prime(params["p"]):
+        return f"parameter 'p' = {params['p']} is not allowed: the source needs an odd prime p > 2"
+    if len(params["grok_p"]) != len(params["grok_k"]):
+        return (f"parameters 'grok_p' = {list(params['grok_p'])} and 'grok_k' = {list(params['grok_k'])} are not allowed "
+                "together: they pair up, so they need the same length")
+    for i, q in enumerate(params["grok_p"]):
+        if not is_odd_prime(q):
+            return f"parameter 'grok_p[{i}]' = {q} is not allowed: expected an odd prime"
+    return None
+
+
+CHAPTER = register_chapter(Chapter(
+    id="fourier-transformer",
+    title="Transformers on k-input modular addition: Fourier attention and grokking",
+    notebook="book/fourier/transformer.md",
+    params={
+        "p": Int(3, 199, doc="modulus of the Figure 4.3 run"),
+        "k": Int(2, 8, doc="number of inputs of the Figure 4.3 run"),
+        "layers": Int(1, 8, doc="transformer layers of the Figure 4.3 run (the source: one)"),
+        "grok_layers": Int(1, 8, doc="transformer layers of the grokking runs (Figure 4.4 says two)"),
+        "d_model": Int(8, 4096, doc="hidden dimension"),
+        "heads": Int(1, 512, doc="attention heads per layer"),
+        "d_head": Int(1, 1024, doc="dimension of each head's queries, keys and values"),
+        "d_mlp": Int(1, 16384, doc="MLP width"),
+        "steps": Int(1, 10**7, doc="AdamW steps of the Figure 4.3 run"),
+        "grok_steps": Int(1, 10**7, doc="AdamW steps of each grokking run"),
+        "lr": Float(0, 1, low_open=True, doc="AdamW learning rate"),
+        "weight_decay": Float(0, 100, doc="AdamW weight decay"),
+        "batch": Int(0, 10**8, doc="minibatch size; 0 = full batch on the training split"),
+        "train_fraction": Float(0, 1, low_open=True, high_open=True, doc="fraction of the p^k inputs used for training"),
+        "grok_p": ListOf(Int(3, 199), doc="moduli of the grokking runs (paired with grok_k)"),
+        "grok_k": ListOf(Int(2, 8), doc="numbers of inputs of the grokking runs"),
+        "grok_seeds": Int(1, 16, doc="seeds per grokking run"),
+        "log_every": Int(1, 10**6, doc="steps between evaluations"),
+    },
+    presets={
+        "smoke": dict(p=11, k=2, layers=1, grok_layers=1, d_model=32, heads=4, d_head=8, d_mlp=64, steps=300, grok_steps=200,
+                      lr=3e-3, weight_decay=1.0, batch=0, train_fraction=0.5, grok_p=[11, 5], grok_k=[2, 3], grok_seeds=1,
+                      log_every=25),
+        "default": dict(p=11, k=3, layers=1, grok_layers=1, d_model=64, heads=4, d_head=16, d_mlp=256, steps=1200,
+                        grok_steps=1000, lr=3e-3, weight_decay=1.0, batch=0, train_fraction=0.5, grok_p=[37, 11, 7],
+                        grok_k=[2, 3, 4], grok_seeds=1, log_every=50),
+        "paper": dict(p=31, k=4, layers=1, grok_layers=2, d_model=128, heads=160, d_head=32, d_mlp=512, steps=20000,
+                      grok_steps=20000, lr=1e-3, weight_decay=1e-3, batch=1024, train_fraction=0.5, grok_p=[97, 31, 11, 5],
+                      grok_k=[2, 3, 4, 5], grok_seeds=3, log_every=250),
+    },
+    checks=(_check,),
+))
+
+
+class Block(nn.Module):
+    """Pre-norm block: ``x + Attn(LN(x))``, then ``x + MLP(LN(x))`` (GELU), causal attention."""
+
+    def __init__(self, d_model: int, heads: int, d_head: int, d_mlp: int):
+        super().__init__()
+        self.heads, self.d_head = heads, d_head
+        self.ln1, self.ln2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.WQ = nn.Parameter(torch.randn(heads, d_model, d_head) / math.sqrt(d_model))
+        self.WK = nn.Parameter(torch.randn(heads, d_model, d_head) / math.sqrt(d_model))
+        self.WV = nn.Parameter(torch.randn(heads, d_model, d_head) / math.sqrt(d_model))
+        self.WO = nn.Parameter(torch.randn(heads * d_head, d_model) / math.sqrt(heads * d_head))
+        self.mlp = nn.Sequential(nn.Linear(d_model, d_mlp), nn.GELU(), nn.Linear(d_mlp, d_model))
+
+    def forward(self, x):
+        h = self.ln1(x)  # (N, T, d)
+        q = torch.einsum("ntd,hde->nhte", h, self.WQ)
+        kk = torch.einsum("ntd,hde->nhte", h, self.WK)
+        v = torch.einsum("ntd,hde->nhte", h, self.WV)
+        T = x.shape[1]
+        scores = q @ kk.transpose(-1, -2) / math.sqrt(self.d_head)
+        scores = scores.masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool, device=x.device), 1), float("-inf"))
+        out = (scores.softmax(-1) @ v).permute(0, 2, 1, 3).reshape(x.shape[0], T, -1) @ self.WO
+        x = x + out
+        return x + self.mlp(self.ln2(x))
+
+
+class ModularTransformer(nn.Module):
+    """Tokens ``a_1, ..., a_k`` (vocabulary Z_p), learned positional embeddings, ``layers`` pre-norm blocks,
+    the answer ``(a_1 + ... + a_k) mod p`` read at the last position."""
+
+    def __init__(self, p: int, k: int, d_model: int = 128, heads: int = 8, d_head: int = 32, d_mlp: int = 512, layers: int = 1):
+        super().__init__()
+        self.p, self.k = p, k
+        self.embed = nn.Parameter(torch.randn(p, d_model))
+        self.pos = nn.Parameter(torch.randn(k, d_model) / math.sqrt(d_model))
+        self.blocks = nn.ModuleList([Block(d_model, heads, d_head, d_mlp) for _ in range(layers)])
+        self.ln_f = nn.LayerNorm(d_model)
+        self.unembed = nn.Linear(d_model, p)
+
+    def forward(self, a: torch.Tensor) -> torch.Tensor:
+        x = self.embed[a] + self.pos
+        for block in self.blocks:
+            x = block(x)
+        return self.unembed(self.ln_f(x[:, -1]))
+
+    def attention_matrices(self, layer: int = 0) -> torch.Tensor:
+        """``A_h = LN(E) W^Q_h W^{K T}_h LN(E)^T`` for every head of ``layer``: shape ``(heads, p, p)``, rows the
+        query token, columns the key token. The source's ``E^T W^K_h W^{Q T}_h E`` on the number tokens; this
+        book applies the block's LayerNorm to the embeddings (without positions), as the model does."""
+        block = self.blocks[layer]
+        h = block.ln1(self.embed)
+        q = torch.einsum("pd,hde->hpe", h, block.WQ)
+        kk = torch.einsum("pd,hde->hpe", h, block.WK)
+        return q @ kk.transpose(-1, -2)
+
+
+def build(p: int, k: int, seed: int, device="cpu", **sizes) -> ModularTransformer:
+    """A model initialized from ``seed`` on the CPU (then moved), so a seed gives the same model on every device."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = ModularTransformer(p, k, **sizes)
+    return model.to(device)
+
+
+def spectrum_2d(A: torch.Tensor) -> torch.Tensor:
+    """2-D DFT power of ``A - mean(A)`` over the last two axes."""
+    A = A - A.mean((-1, -2), keepdim=True)
+    return torch.fft.fft2(A).abs().pow(2)
+
+
+def top_power_fraction(A: torch.Tensor, top: int = 4) -> torch.Tensor:
+    """Fraction of the 2-D DFT power of ``A - mean(A)`` in its ``top`` largest coefficients (this book's
+    measure of "2-D cosine shape": a product of two cosines has exactly 4 nonzero coefficients, a single
+    2-D cosine wave 2). Shape ``A.shape[:-2]``."""
+    pw = spectrum_2d(A).flatten(-2)
+    return pw.topk(top, dim=-1).values.sum(-1) / pw.sum(-1).clamp_min(1e-300)
+
+
+@dataclass
+class History:
+    steps: list = field(default_factory=list)
+    train_acc: list = field(default_factory=list)
+    test_acc: list = field(default_factory=list)
+    train_loss: list = field(default_factory=list)
+    kq_top4: list = field(default_factory=list)
+
+    def first_step(self, which: str, level: float):
+        """First logged step at which ``train_acc``/``test_acc`` reaches ``level`` (None if never)."""
+        values = getattr(self, which)
+        return next((s for s, v in zip(self.steps, values) if v >= level), None)
+
+
+def split(p: int, k: int, train_fraction: float, generator: torch.Generator, device="cpu"):
+    """All ``p^k`` inputs, shuffled by ``generator`` and split: ``(a_train, y_train, a_test, y_test)``."""
+    a, y = dataset(p, k)
+    perm = torch.randperm(len(a), generator=generator)
+    n = max(1, int(round(train_fraction * len(a))))
+    tr, te = perm[:n], perm[n:]
+    return a[tr].to(device), y[tr].to(device), a[te].to(device), y[te].to(device)
+
+
+def train_transformer(model: ModularTransformer, data, steps: int, lr: float, weight_decay: float, generator: torch.Generator,
+                      batch: int = 0, log_every: int = 50, warmup: int = 10, desc: str = "transformer",
+                      progress: bool = True) -> History:
+    """AdamW with betas (0.9, 0.98) and a linear warm-up over ``warmup`` steps (Appendix C.10.1), cross-entropy
+    at the last position; logs train and test accuracy and the mean top-4 2-D power fraction of the first
+    layer's attention matrices every ``log_every`` steps and at the end."""
+    from tqdm.std import tqdm
+
+    a_tr, y_tr, a_te, y_te = data
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=weight_decay)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda t: min(1.0, (t + 1) / warmup) if warmup else 1.0)
+    hist = History()
+
+    def log(t, loss):
+        with torch.no_grad():
+            model.eval()
+            hist.steps.append(t)
+            hist.train_acc.append(float((model(a_tr).argmax(-1) == y_tr).float().mean()))
+            hist.test_acc.append(float((model(a_te).argmax(-1) == y_te).float().mean()) if len(y_te) else float("nan"))
+            hist.train_loss.append(loss)
+            hist.kq_top4.append(float(top_power_fraction(model.attention_matrices(0)).mean()))
+            model.train()
+
+    bar = tqdm(range(steps), desc=desc, disable=not progress, mininterval=0.5)
+    loss_value = float("nan")
+    for t in bar:
+        if t % log_every == 0:
+            log(t, loss_value)
+        if batch:
+            idx = torch.randint(0, len(y_tr), (batch,), generator=generator).to(a_tr.device)
+            ab, yb = a_tr[idx], y_tr[idx]
+        else:
+            ab, yb = a_tr, y_tr
+        loss = nn.functional.cross_entropy(model(ab), yb)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+        loss_value = float(loss.detach())
+        if not math.isfinite(loss_value):
+            bar.close()
+            raise FloatingPointError(f"loss became {loss_value} at step {t}: lower 'lr'")
+    bar.close()
+    log(steps, loss_value)
+    return hist
