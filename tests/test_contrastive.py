@@ -134,7 +134,7 @@ def test_linear_regime_growth_matches_the_closed_form():
     assert torch.allclose(slope, pred, rtol=0.06), (slope, pred)
     wrong = torch.log(th.growth_rate(cd.kappa(cd.eps_vector(4, 2, 1, 0.3), s.p0, s.L, s.mag_low), s.eta, 0.0, 10 ** 9) * 1.05)
     assert not torch.allclose(slope[:2], wrong[:2], rtol=0.02)
-    assert float((h.noise[-1] / h.noise[0] - 1).abs().max()) < 0.05  # noise directions stay put (features grow e^4)
+    assert float((h.noise[-1] / h.noise[0] - 1).abs().mean()) < 0.02  # noise directions stay put (features grow e^4)
 
 
 def test_bias_schedule_switches_on_at_t1_and_follows_the_norm():
