@@ -134,7 +134,7 @@ def test_linear_regime_growth_matches_the_closed_form():
     assert torch.allclose(slope, pred, rtol=0.06), (slope, pred)
     wrong = torch.log(th.growth_rate(cd.kappa(cd.eps_vector(4, 2, 1, 0.3), s.p0, s.L, s.mag_low), s.eta, 0.0, 10 ** 9) * 1.05)
     assert not torch.allclose(slope[:2], wrong[:2], rtol=0.02)
-    assert float((h.noise[-1] / h.noise[0] - 1).abs().max()) < 0.05  # noise directions stay put (features grow e^4)
+    assert float((h.noise[-1] / h.noise[0] - 1).abs().mean()) < 0.02  # noise directions stay put (features grow e^4)
 
 
 def test_bias_schedule_switches_on_at_t1_and_follows_the_norm():
@@ -178,3 +178,21 @@ def test_regression_recovers_a_linear_target_and_metrics_count():
     assert cmet.n_aligned(C).tolist() == [[2, 1]]
     assert cmet.pure_neurons(C ** 2).tolist() == [[[True, False], [False, False], [False, False]]]
     assert cmet.mixed_neurons(C ** 2).tolist() == [[False, True, False]]
+
+
+def test_chunked_training_and_evaluation_join_runs():
+    s = tr.Setup(d=4, n_maj=2, d1=20, m=5, K=16, n_neg=15)
+    em, ns = torch.tensor([0.5, 1.0, 0.2]), torch.tensor([0.1, 0.1, 0.5])
+    whole = tr.train(s, em, ns, 20, gen(), progress=False)
+    parts = tr.train_chunked(s, em, ns, 20, gen(), chunk=2, progress=False)
+    assert parts.W.shape == whole.W.shape and parts.A.shape == whole.A.shape
+    assert torch.allclose(parts.eps[:, -1], torch.tensor([0.5, 1.0, 0.2], dtype=torch.float64))
+    cos, zero, mse, r2 = cmet.evaluate_runs(parts, s, slice(1, 3), 50, 30, test_seed=3, chunk=1)
+    assert cos.shape == (2,) and bool(((cos >= -1) & (cos <= 1)).all()) and bool(((zero >= 0) & (zero <= 1)).all())
+    assert bool((mse >= 0).all())
+
+
+def test_regression_targets():
+    z = torch.tensor([[[[0.5, 0.0], [1.0, 0.0]]]], dtype=torch.float64)  # (R=1, N=1, L=2, d=2)
+    assert cmet.regression_target(z, "mean").tolist() == [[[0.75, 0.0]]]
+    assert cmet.regression_target(z, "support").tolist() == [[[1.0, 0.0]]]

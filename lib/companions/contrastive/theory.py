@@ -103,7 +103,7 @@ def prob_lucky_mc(d: int, rho: float, gamma: float, draws: int, generator: torch
         return 0.0
     hits, done = 0, 0
     while done < draws:
-        n = min(200_000, draws - done)
+        n = min(200_000, max(1000, 20_000_000 // d), draws - done)  # bounded memory at large d
         g = torch.randn(n, d, generator=generator, dtype=torch.float64)
         u2 = g ** 2 / (g ** 2).sum(-1, keepdim=True)
         others = u2[:, 1:].max(-1).values if d > 1 else torch.zeros(n, dtype=torch.float64)

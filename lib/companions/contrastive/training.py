@@ -178,7 +178,7 @@ def train(s: Setup, eps_min: torch.Tensor, nsr: torch.Tensor, steps: int, genera
     if len(nsr) != R:
         raise ValueError("eps_min and nsr must have one entry per run")
     emax = [s.eps_max] * R if eps_max is None else [float(e) for e in eps_max]
-    eps = torch.stack([torch.tensor(cdata.eps_vector(s.d, s.n_maj, emax[r], float(eps_min[r]))) for r in range(R)])
+    eps = torch.stack([torch.tensor(cdata.eps_vector(s.d, s.n_maj, emax[r], float(eps_min[r])), dtype=torch.float64) for r in range(R)])
     probs = cdata.activation_probs(eps, s.p0)
     sigma = (nsr.to(torch.float64) / s.d1).sqrt()
     M = cdata.dictionary(R, s.d1, s.d, generator, dtype, device)
