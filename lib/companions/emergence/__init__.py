@@ -18,8 +18,11 @@ Modules:
 * :mod:`~companions.emergence.theory` - the closed forms: the Lemma 2.5 network in exact rationals,
   the gradient terms T_j by enumeration, the best-halfspace ceiling, the fixed-feature bound of
   Theorem 2.2 and its Fourier/Bessel argument, the SQ-dimension numbers of Theorem 2.4;
+* :mod:`~companions.emergence.analysis` - alignment, signal/noise, sampled gradient terms, probes;
+* :mod:`~companions.emergence.experiments` - the six methods of Section A.7.1 on one data set, the
+  transcribed Tables A.1-A.5, class-imbalanced sampling (Table A.4);
 * :mod:`~companions.emergence.chapters` - the chapters' parameters and presets.
 """
 
-from companions.emergence import baselines, data, network, theory  # noqa: F401
+from companions.emergence import analysis, baselines, data, experiments, network, theory  # noqa: F401
 from companions.emergence import chapters  # noqa: F401  (registers the chapters)
