@@ -87,7 +87,7 @@ EXACT = register_chapter(Chapter(
         "default": dict(p=7, k=3, p_values=[3, 5, 7, 11], k_values=[2, 3, 4, 5], sweep_size=3 * 10**7, sympy_k_max=6,
                         random_neurons=20000, ascent_starts=64, ascent_steps=3000),
         "paper": dict(p=47, k=4, p_values=[3, 5, 7, 11, 13, 23, 47, 97], k_values=[2, 3, 4, 5], sweep_size=5 * 10**10,
-                      sympy_k_max=7, random_neurons=10**6, ascent_starts=512, ascent_steps=5000),
+                      sympy_k_max=7, random_neurons=10**5, ascent_starts=512, ascent_steps=5000),
     },
     checks=(_check_exact,),
 ))
@@ -603,15 +603,21 @@ def train(p: int, k: int, widths: list[int], steps: int, lr: float, generator: t
     gs = gamma_star(p, k)
     n = a.shape[0]
 
-    def log(t):
+    def log(t):  # over all of D_p, chunk by chunk (the full logits need not fit in memory)
         with torch.no_grad():
-            logits = forward(U, W, a, chunk=4096 if n > 4096 else None)
-            nm = margins(logits, y).amin(-1) / norm_ab(U, W, k + 1).pow(k + 1)
-            ce = torch.nn.functional.cross_entropy(logits.reshape(-1, p), y.repeat(len(widths)), reduction="none")
+            hmin, ce_sum, correct = None, 0.0, 0.0
+            for i in range(0, n, 4096):
+                logits = forward(U, W, a[i:i + 4096])
+                yc = y[i:i + 4096]
+                g = margins(logits, yc).amin(-1)
+                hmin = g if hmin is None else torch.minimum(hmin, g)
+                ce = torch.nn.functional.cross_entropy(logits.reshape(-1, p), yc.repeat(len(widths)), reduction="none")
+                ce_sum = ce_sum + ce.reshape(len(widths), -1).sum(-1)
+                correct = correct + (logits.argmax(-1) == yc).to(dtype).sum(-1)
             run.steps.append(t)
-            run.rho.append((nm / gs).cpu())
-            run.loss.append(ce.reshape(len(widths), -1).mean(-1).cpu())
-            run.accuracy.append((logits.argmax(-1) == y).to(dtype).mean(-1).cpu())
+            run.rho.append((hmin / norm_ab(U, W, k + 1).pow(k + 1) / gs).cpu())
+            run.loss.append((ce_sum / n).cpu())
+            run.accuracy.append((correct / n).cpu())
 
     bar = tqdm(range(steps), desc=desc, disable=not progress, mininterval=0.5)
     for t in bar:
