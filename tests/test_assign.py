@@ -175,6 +175,8 @@ def test_same_expression_compares_meaning_not_form():
     assert assign.same_expression(sp.log(e**(-2 * k)), expected)
     assert not assign.same_expression(k * sp.log(1 / e), expected)
     assert not assign.same_expression(2 * k * sp.log(1 / e) + sp.Symbol("z"), expected)
+    p = sp.Symbol("p")
+    assert assign.same_expression(sp.Mul(p, 2 * k * sp.log(1 / e), sp.Pow(p, -1), evaluate=False), expected)
     assert not assign.same_expression(..., expected)
     assert not assign.same_expression("not an expression (", expected)
 
