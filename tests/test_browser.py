@@ -92,6 +92,12 @@ def html_dir() -> Path:
     missing = [doc for doc, _ in CHAPTERS if not (HTML / f"{doc}.html").is_file()]
     if missing:
         unavailable(f"the HTML at {HTML} is older than _toc.yml, it lacks {missing}: rebuild the book")
+    built = (HTML / "searchindex.js").stat().st_mtime if (HTML / "searchindex.js").is_file() else 0.0
+    sources = [ROOT / "_toc.yml", ROOT / "_config.yml", *(ROOT / f"{doc}.md" for doc, _ in CHAPTERS),
+               *(ROOT / "lib" / "companions").glob("sphinx_*.py")]
+    newer = [str(p.relative_to(ROOT)) for p in sources if p.is_file() and p.stat().st_mtime > built]
+    if newer:
+        unavailable(f"the HTML at {HTML} is older than {newer}: rebuild the book")
     return HTML
 
 
