@@ -56,7 +56,7 @@ CHAPTER = register_chapter(Chapter(
         "log_every": Int(1, 10**6, doc="steps between evaluations"),
     },
     presets={
-        "smoke": dict(p=11, k=2, layers=1, grok_layers=1, d_model=32, heads=4, d_head=8, d_mlp=64, steps=300, grok_steps=200,
+        "smoke": dict(p=11, k=3, layers=1, grok_layers=1, d_model=32, heads=4, d_head=8, d_mlp=64, steps=300, grok_steps=200,
                       lr=3e-3, weight_decay=1.0, batch=0, train_fraction=0.5, grok_p=[11, 5], grok_k=[2, 3], grok_seeds=1,
                       log_every=25),
         "default": dict(p=11, k=3, layers=1, grok_layers=1, d_model=64, heads=4, d_head=16, d_mlp=256, steps=1000,
