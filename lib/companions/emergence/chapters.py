@@ -55,7 +55,7 @@ FIRST_STEPS = register_chapter(Chapter(
         "oracle_m": Int(1, 1000, doc="m of the exact population run"),
     },
     presets={
-        "smoke": dict(d=64, D=32, k=5, p_o=0.5, m=64, n=6000, n_test=2000, schedule="A.214", probe_steps=200,
+        "smoke": dict(d=64, D=32, k=5, p_o=0.5, m=64, n=5000, n_test=2000, schedule="A.214", probe_steps=100,
                       oracle_D=10, oracle_k=3, oracle_m=8),
         "default": dict(d=100, D=50, k=5, p_o=0.5, m=100, n=10000, n_test=5000, schedule="A.214", probe_steps=300,
                         oracle_D=14, oracle_k=5, oracle_m=16),
