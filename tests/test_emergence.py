@@ -316,3 +316,12 @@ def test_all_emergence_chapters_validate():
         companions.preset("emergence-first-steps", "smoke", k=4)
     with pytest.raises(ValueError, match="n_values"):
         companions.preset("emergence-experiments", "smoke", n_values=[100, 200])
+
+
+def test_theorem_2_1_rate_algebra():
+    r = theory.theorem_2_1_rates()
+    k, m, T, eps = r["symbols"]
+    assert r["matches"]
+    assert len(r["width"]) == 1
+    import sympy as sp
+    assert sp.simplify(r["width"][0] - k**12 / eps ** sp.Rational(3, 2)) == 0

@@ -352,3 +352,23 @@ def sq_concept(D: int, A, literal: bool = False) -> np.ndarray:
     phi_t = (cube(D) + 1) // 2
     cols = list(range(D)) if literal else list(A)
     return (1 - phi_t[:, cols]).sum(1) % 2
+
+
+def theorem_2_1_rates() -> dict:
+    """Sympy: the rate algebra of the proof of Theorem 2.1. Substituting the late-stage rate
+    ``eta = k^2 / (T m^{1/3})`` (A.276) into the terms of (A.281),
+    ``{k^9/m, k^4 eta^2 T^2, k^3 T/m^2, k^9/(eta T m), eta m}``, gives
+    ``{k^9/m, k^8/m^{2/3}, k^3 T/m^2, k^7/m^{2/3}, k^2 m^{2/3}/T}``; at ``T = m^{4/3}`` the largest is ``k^8/m^{2/3}``
+    once ``m >= k^3``, and ``k^8/m^{2/3} = epsilon`` gives the width ``m = k^12/epsilon^{3/2}`` of Theorem 2.1."""
+    import sympy as sp
+
+    k, m, T, eps = sp.symbols("k m T epsilon", positive=True)
+    eta = k**2 / (T * m ** sp.Rational(1, 3))
+    terms = [k**9 / m, k**4 * eta**2 * T**2, k**3 * T / m**2, k**9 / (eta * T * m), eta * m]
+    substituted = [sp.simplify(t) for t in terms]
+    expected = [k**9 / m, k**8 / m ** sp.Rational(2, 3), k**3 * T / m**2, k**7 / m ** sp.Rational(2, 3),
+                k**2 * m ** sp.Rational(2, 3) / T]
+    at_T = [sp.simplify(t.subs(T, m ** sp.Rational(4, 3))) for t in substituted]
+    width = sp.solve(sp.Eq(k**8 / m ** sp.Rational(2, 3), eps), m)
+    return {"substituted": substituted, "matches": all(sp.simplify(a - b) == 0 for a, b in zip(substituted, expected)),
+            "at_T": at_T, "width": width, "symbols": (k, m, T, eps)}
