@@ -7,6 +7,7 @@ notebook (zero) and the solution with one answer 1 % off (exactly that question'
 
 from __future__ import annotations
 
+import concurrent.futures
 import textwrap
 import time
 from pathlib import Path
@@ -228,12 +229,14 @@ def test_every_chapter_has_three_graded_questions(chapter_id):
 def test_assignment_grades_solution_full_blank_zero_and_one_wrong_answer(chapter_id, tmp_path):
     start = time.perf_counter()
     bundle = assign.build_assignment(chapter_id, _notebook(chapter_id), tmp_path, scale="smoke")
-    full = assign.grade(bundle.autograder, bundle.solution)
-    blank = assign.grade(bundle.autograder, bundle.student)
+    target = bundle.questions[len(bundle.questions) // 2]
+    wrong_answer = assign.wrong_submission(bundle.solution, target.name, tmp_path / "wrong.ipynb")
+    # Three independent otter runs (each executes the chapter): in parallel, to keep CI short.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
+        full, blank, wrong = pool.map(lambda submission: assign.grade(bundle.autograder, submission),
+                                      [bundle.solution, bundle.student, wrong_answer])
     assert full.total == full.max_total == sum(q.points for q in bundle.questions), full.table()
     assert blank.total == 0, blank.table()
-    target = bundle.questions[len(bundle.questions) // 2]
-    wrong = assign.grade(bundle.autograder, assign.wrong_submission(bundle.solution, target.name, tmp_path / "wrong.ipynb"))
     lost = {q: full.scores[q] - wrong.scores[q] for q in full.scores}
     assert lost == {q: (target.points if q == target.name else 0.0) for q in full.scores}, wrong.table()
     student = nbformat.read(bundle.student, 4)
