@@ -27,6 +27,21 @@ def growth_rate(kappa_j, eta: float, lam: float, n_neg: int, c_tau: float = 1.0)
     return 1 - eta * lam + eta * c_tau * (1 - 1 / B) * torch.as_tensor(kappa_j, dtype=torch.float64)
 
 
+def population_gradient(W: torch.Tensor, M: torch.Tensor, kappa_j, n_neg: int, c_tau: float = 1.0) -> torch.Tensor:
+    """The population data gradient at ``b = 0``, uniform attention and uniform logits (the step behind
+    Lemma 3.1 (7)-(8)): ``-c_tau (1 - 1/|B|) W Sigma_+`` with ``Sigma_+ = sum_j kappa_j M_j M_j^T``.
+    ``W``: ``(R, m, d1)``, ``M``: ``(R, d1, d)``; returns ``(R, m, d1)``."""
+    k = torch.as_tensor(kappa_j, dtype=M.dtype, device=M.device)
+    return -c_tau * (1 - 1 / (1 + n_neg)) * ((W @ M) * k) @ M.transpose(-1, -2)
+
+
+def gradient_ratio_per_feature(g: torch.Tensor, g_pop: torch.Tensor, M: torch.Tensor) -> torch.Tensor:
+    """Per run and feature, the least-squares scale of the measured gradient's ``M_j`` component on the
+    predicted one: ``<g M_j, g_pop M_j> / ||g_pop M_j||^2`` over neurons, ``(R, d)`` (1 if they agree)."""
+    a, p = g @ M, g_pop @ M  # (R, m, d)
+    return (a * p).sum(-2) / (p * p).sum(-2)
+
+
 def noise_rate(eta: float, lam: float) -> float:
     """Per-step factor of every ``<w, M_perp>``: ``1 - eta lam`` (Lemma 3.1 (8); no systematic
     gradient, since the noise of the two views is independent, (183) / [000](37))."""
