@@ -186,6 +186,16 @@ def test_predicted_t1_solves_its_equation():
     assert abs(float((g ** (2 * t)).sum()) / 491 - 1) < 1e-6
 
 
+def test_predicted_t1_mc_follows_the_mean_rule():
+    kap = cd.kappa(cd.eps_vector(9, 5, 1.0, 0.3), 0.25, 4, 0.5)
+    mean, sd = th.predicted_t1_mc(kap, 200, 30, 0.01, 0.0, 255, runs=300, generator=gen())
+    lg = torch.log(th.growth_rate(kap, 0.01, 0.0, 255))
+    # the median neuron crosses 1/2 near the energy-average time; the mean rule comes a little later
+    assert th.predicted_t1(kap, 200, 0.01, 0.0, 255) < mean < th.predicted_t1(kap, 200, 0.01, 0.0, 255) + 0.5 / float(lg[0])
+    assert 0 < sd < 0.2 * mean
+    assert th.predicted_t1_mc(kap, 800, 30, 0.01, 0.0, 255, runs=300, generator=gen())[0] > mean + 0.5 * math.log(4) / float(lg[0])
+
+
 def test_regression_recovers_a_linear_target_and_metrics_count():
     z = torch.randn(2, 300, 1, 3, generator=gen(), dtype=torch.float64)
     h = torch.cat([z[:, :, 0] @ torch.randn(3, 3, generator=gen(1), dtype=torch.float64), torch.zeros(2, 300, 2, dtype=torch.float64)], -1)

@@ -69,6 +69,30 @@ def predicted_t1(kappas, d1: int, eta: float, lam: float, n_neg: int, c_tau: flo
     return (lo + hi) / 2
 
 
+def predicted_t1_mc(kappas, d1: int, m: int, eta: float, lam: float, n_neg: int, c_tau: float = 1.0,
+                    runs: int = 200, generator: torch.Generator | None = None) -> tuple[float, float]:
+    """T1 under the exact geometric growth with the chapter's own rule: the first integer ``t`` at which
+    the mean over the ``m`` neurons of ``||M M^T w_i||^2 / ||w_i||^2`` reaches 1/2 ((34), ``t1_rule="mean"``),
+    by Monte Carlo over the Gaussian initialisation (``<w_i, M_j>`` and the ``d1 - d`` noise coordinates
+    i.i.d.). Returns the mean and the standard deviation over ``runs`` initialisations."""
+    lg = torch.log(growth_rate(kappas, eta, lam, n_neg, c_tau) / noise_rate(eta, lam))
+    d = len(lg)
+    a2 = torch.randn(runs, m, d, generator=generator, dtype=torch.float64) ** 2
+    n2 = torch.zeros(runs, m, dtype=torch.float64)
+    for lo in range(0, d1 - d, 1024):  # chunked: bounded memory at large d1
+        n2 += (torch.randn(runs, m, min(1024, d1 - d - lo), generator=generator, dtype=torch.float64) ** 2).sum(-1)
+    done = torch.full((runs,), -1.0, dtype=torch.float64)
+    t = 0
+    while bool((done < 0).any()):
+        fe = (a2 * torch.exp(2 * t * lg)).sum(-1)
+        hit = ((fe / (fe + n2)).mean(-1) >= 0.5) & (done < 0)
+        done[hit] = float(t)
+        t += 1
+        if t > 10 ** 7:
+            return math.inf, math.nan
+    return float(done.mean()), float(done.std())
+
+
 def t1_papers(d: int, d1: int, eta: float) -> dict:
     """The two papers' stage-1 lengths without their Theta constants: [000](40)
     ``d log d / (eta loglog d)`` and [001] (33) ``d1 log d / (eta loglog d)``."""
