@@ -137,6 +137,23 @@ def test_linear_regime_growth_matches_the_closed_form():
     assert float((h.noise[-1] / h.noise[0] - 1).abs().mean()) < 0.02  # noise directions stay put (features grow e^4)
 
 
+def test_batch_gradient_matches_the_population_step():
+    s = tr.Setup(d=4, n_maj=2, d1=30, m=6, K=256, n_neg=255, sigma0=1e-3, bias=False)
+    R = 400
+    M = cd.dictionary(1, s.d1, s.d, gen(1)).expand(R, -1, -1)
+    W = (s.sigma0 * torch.randn(1, s.m, s.d1, generator=gen(2), dtype=torch.float64)).expand(R, -1, -1)
+    eps = cd.eps_vector(4, 2, 1.0, 0.3)
+    kap = cd.kappa(eps, s.p0, s.L, s.mag_low)
+    batch = cd.sample_batch(M, cd.activation_probs(eps, s.p0).expand(R, -1), torch.full((R,), 0.05, dtype=torch.float64),
+                            s.K, s.L, s.mag_low, 1.0, gen(3))
+    g, _, _ = tr.gradient(W, torch.zeros(R, s.m, dtype=torch.float64), batch, s)
+    r = th.gradient_ratio_per_feature(g, th.population_gradient(W, M, kap, s.n_neg), M)  # (R, d)
+    mu, se = r.mean(0), r.std(0) / math.sqrt(R)
+    assert ((mu - 1).abs() <= 4 * se).all() and (se < 0.05).all(), (mu, se)
+    r_bad = th.gradient_ratio_per_feature(g, th.population_gradient(W, M, kap * torch.tensor([1, 1, 2, 2.0]), s.n_neg), M)
+    assert ((r_bad.mean(0) - 1).abs() > 4 * se).any()  # a wrong minority kappa is detected
+
+
 def test_bias_schedule_switches_on_at_t1_and_follows_the_norm():
     sch = cm.BiasSchedule(1, 2, 9, eta=0.1, c_b=1.0, t1_steps=3)
     M = torch.eye(10, 9, dtype=torch.float64)[None]
@@ -167,6 +184,16 @@ def test_predicted_t1_solves_its_equation():
     t = th.predicted_t1(kap, 500, 0.02, 0.0, 127)
     g = th.growth_rate(kap, 0.02, 0.0, 127)
     assert abs(float((g ** (2 * t)).sum()) / 491 - 1) < 1e-6
+
+
+def test_predicted_t1_mc_follows_the_mean_rule():
+    kap = cd.kappa(cd.eps_vector(9, 5, 1.0, 0.3), 0.25, 4, 0.5)
+    mean, sd = th.predicted_t1_mc(kap, 200, 30, 0.01, 0.0, 255, runs=300, generator=gen())
+    lg = torch.log(th.growth_rate(kap, 0.01, 0.0, 255))
+    # the median neuron crosses 1/2 near the energy-average time; the mean rule comes a little later
+    assert th.predicted_t1(kap, 200, 0.01, 0.0, 255) < mean < th.predicted_t1(kap, 200, 0.01, 0.0, 255) + 0.5 / float(lg[0])
+    assert 0 < sd < 0.2 * mean
+    assert th.predicted_t1_mc(kap, 800, 30, 0.01, 0.0, 255, runs=300, generator=gen())[0] > mean + 0.5 * math.log(4) / float(lg[0])
 
 
 def test_regression_recovers_a_linear_target_and_metrics_count():

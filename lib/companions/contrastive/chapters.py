@@ -1,7 +1,8 @@
 """The part's chapters: ids, parameters (with the reason for each default) and presets.
 
 Presets: ``smoke`` (< 60 s on 2 cores), ``default`` (the rendered book, <= 2.5 min), ``paper`` (the
-sizes of [001] Appendix A.2: ``d = 9``, ``d1 = 500``, ``m = 30``, 100 repeats; a GPU is expected).
+sizes of [001] Appendix A.2: ``d1 = 500``, 100 repeats; ``d = 9`` of [001] Exp. 5 and [000] Fig. 1; ``m = 30``
+of [000] Fig. 1, since [001] gives no m; a GPU is expected).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ DATA = {
     "mag_low": Float(0, 1, high_open=True, doc="token magnitudes |z| ~ U[mag_low, 1] (Assumption 3.2: |z| <= 1)"),
     "token_q": Float(0, 1, low_open=True, doc="augmentation: probability that a token of a view carries an active feature (>= 1 token)"),
     "nsr": Float(0, 1000, doc="noise-to-signal ratio sigma^2 d1 ([001] A.2)"),
-    "m": Int(1, 100_000, doc="number of neurons; 30 in [000] Fig. 1 and [001] A.2"),
+    "m": Int(1, 100_000, doc="number of neurons; 30 in [000] Fig. 1 ([001] gives no m; its Fig. 6 shows 24)"),
     "gamma": Float(0, 1, high_open=True, doc="slack constant of Definition B.1 (28); [000] asks gamma c0 < 0.001"),
 }
 

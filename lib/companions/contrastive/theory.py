@@ -27,6 +27,21 @@ def growth_rate(kappa_j, eta: float, lam: float, n_neg: int, c_tau: float = 1.0)
     return 1 - eta * lam + eta * c_tau * (1 - 1 / B) * torch.as_tensor(kappa_j, dtype=torch.float64)
 
 
+def population_gradient(W: torch.Tensor, M: torch.Tensor, kappa_j, n_neg: int, c_tau: float = 1.0) -> torch.Tensor:
+    """The population data gradient at ``b = 0``, uniform attention and uniform logits (the step behind
+    Lemma 3.1 (7)-(8)): ``-c_tau (1 - 1/|B|) W Sigma_+`` with ``Sigma_+ = sum_j kappa_j M_j M_j^T``.
+    ``W``: ``(R, m, d1)``, ``M``: ``(R, d1, d)``; returns ``(R, m, d1)``."""
+    k = torch.as_tensor(kappa_j, dtype=M.dtype, device=M.device)
+    return -c_tau * (1 - 1 / (1 + n_neg)) * ((W @ M) * k) @ M.transpose(-1, -2)
+
+
+def gradient_ratio_per_feature(g: torch.Tensor, g_pop: torch.Tensor, M: torch.Tensor) -> torch.Tensor:
+    """Per run and feature, the least-squares scale of the measured gradient's ``M_j`` component on the
+    predicted one: ``<g M_j, g_pop M_j> / ||g_pop M_j||^2`` over neurons, ``(R, d)`` (1 if they agree)."""
+    a, p = g @ M, g_pop @ M  # (R, m, d)
+    return (a * p).sum(-2) / (p * p).sum(-2)
+
+
 def noise_rate(eta: float, lam: float) -> float:
     """Per-step factor of every ``<w, M_perp>``: ``1 - eta lam`` (Lemma 3.1 (8); no systematic
     gradient, since the noise of the two views is independent, (183) / [000](37))."""
@@ -52,6 +67,30 @@ def predicted_t1(kappas, d1: int, eta: float, lam: float, n_neg: int, c_tau: flo
         mid = (lo + hi) / 2
         lo, hi = (mid, hi) if f(mid) < 0 else (lo, mid)
     return (lo + hi) / 2
+
+
+def predicted_t1_mc(kappas, d1: int, m: int, eta: float, lam: float, n_neg: int, c_tau: float = 1.0,
+                    runs: int = 200, generator: torch.Generator | None = None) -> tuple[float, float]:
+    """T1 under the exact geometric growth with the chapter's own rule: the first integer ``t`` at which
+    the mean over the ``m`` neurons of ``||M M^T w_i||^2 / ||w_i||^2`` reaches 1/2 ((34), ``t1_rule="mean"``),
+    by Monte Carlo over the Gaussian initialisation (``<w_i, M_j>`` and the ``d1 - d`` noise coordinates
+    i.i.d.). Returns the mean and the standard deviation over ``runs`` initialisations."""
+    lg = torch.log(growth_rate(kappas, eta, lam, n_neg, c_tau) / noise_rate(eta, lam))
+    d = len(lg)
+    a2 = torch.randn(runs, m, d, generator=generator, dtype=torch.float64) ** 2
+    n2 = torch.zeros(runs, m, dtype=torch.float64)
+    for lo in range(0, d1 - d, 1024):  # chunked: bounded memory at large d1
+        n2 += (torch.randn(runs, m, min(1024, d1 - d - lo), generator=generator, dtype=torch.float64) ** 2).sum(-1)
+    done = torch.full((runs,), -1.0, dtype=torch.float64)
+    t = 0
+    while bool((done < 0).any()):
+        fe = (a2 * torch.exp(2 * t * lg)).sum(-1)
+        hit = ((fe / (fe + n2)).mean(-1) >= 0.5) & (done < 0)
+        done[hit] = float(t)
+        t += 1
+        if t > 10 ** 7:
+            return math.inf, math.nan
+    return float(done.mean()), float(done.std())
 
 
 def t1_papers(d: int, d1: int, eta: float) -> dict:

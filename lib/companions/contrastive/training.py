@@ -35,8 +35,9 @@ from companions.contrastive import model as cmodel
 @dataclass(frozen=True)
 class Setup:
     """Every knob of one (vectorised) training run. Per-run ``eps_min`` and ``nsr`` come in as
-    tensors to :func:`train`; the rest is shared by all runs. Defaults: [001] A.2 sizes where given
-    (``d = 9`` with 5 majority features, ``m = 30``, ``d1 = 500``), otherwise chosen for a small-scale
+    tensors to :func:`train`; the rest is shared by all runs. Defaults: the papers' sizes where given
+    (``d = 9`` with 5 majority features from [001] Exp. 5, ``m = 30`` from [000] Fig. 1, ``d1 = 500`` from
+    [001] A.2), otherwise chosen for a small-scale
     run that shows all three stages (reasons in ``data.py``, ``model.py`` and this module)."""
 
     d: int = 9
