@@ -187,7 +187,8 @@ def linear_ceiling(k: int, p_o) -> Fraction:
 def best_halfspace_accuracy(k: int, p_o, max_weight: int | None = None) -> Fraction:
     """The best accuracy of ``sign(<u, z_A> + c)`` on D_A^mix, by enumerating integer weights
     ``|u_i| <= max_weight`` and every useful threshold (every threshold function on ``k <= 5`` inputs has
-    integer weights at most 1, 1, 2, 3, 5 for k = 1..5; Muroga). Background coordinates cannot help at
+    integer weights at most 1, 1, 2, 3, 5 for k = 1..5; S. Muroga, Threshold Logic and Its Applications,
+    Wiley 1971). Background coordinates cannot help at
     ``p_o = 1/2`` (independent of everything), so the accuracy is over the ``2^k`` relevant patterns."""
     if max_weight is None:
         max_weight = {1: 1, 2: 1, 3: 2, 4: 3, 5: 5}.get(k)
