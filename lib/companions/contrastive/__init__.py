@@ -1,7 +1,7 @@
 """Contrastive learning under imbalanced data: the three stages of training dynamics.
 
 Companion to Liao, Zhang, Zhou, Zhang (UniReps 2025, "[000]", ``liao2025dynamics``) and Liao, Zhou,
-Zhang, Wang, Zhang ("[001]", ``liu2025imbalanced``). Modules:
+Zhang, Wang, Zhang ("[001]", ``liao2025pruning``). Modules:
 
 * ``data``     -- the sparse-coding generator (majority / minority features, noise, augmentation)
 * ``model``    -- the Transformer-MLP encoder (frozen attention, BReLU neurons, bias schedule)
