@@ -32,9 +32,9 @@ from pathlib import Path
 from urllib.parse import quote_plus, urljoin, urlparse
 
 import pytest
-import yaml
 
 import companions
+from test_chapters import toc_files  # the one reader of _toc.yml the tests share
 
 ROOT = Path(__file__).resolve().parents[1]
 HTML = Path(os.environ.get("BOOK_HTML_DIR") or ROOT / "_build" / "html")
@@ -56,25 +56,11 @@ def unavailable(reason: str):
     pytest.skip(reason)
 
 
-def _toc_files(node) -> list[str]:
-    found = []
-    if isinstance(node, dict):
-        if isinstance(node.get("file"), str):
-            found.append(node["file"].removesuffix(".md"))
-        for key, value in node.items():
-            if key != "file":
-                found += _toc_files(value)
-    elif isinstance(node, list):
-        for item in node:
-            found += _toc_files(item)
-    return found
-
-
 def _chapters() -> list[tuple[str, str]]:
     """``(docname, chapter id)`` of every declared chapter listed in ``_toc.yml``, in toc order."""
     declared = {ch.notebook.removesuffix(".md"): ch.id for ch in companions.chapters().values()
                 if not ch.id.startswith("_")}
-    toc = _toc_files(yaml.safe_load((ROOT / "_toc.yml").read_text()))
+    toc = toc_files()
     return [(doc, declared[doc]) for doc in toc if doc in declared]
 
 

@@ -267,6 +267,21 @@ class Construction:
     scale: float = field(default=0.0)  # C = beta^(k+1) 2^(k-1) k!: f(a)[c] = C sum_zeta cos_zeta(sum a - c)
 
 
+def _construction_terms(k: int):
+    """The neurons of one frequency in the construction of Lemma 4.11 / C.18, as ``(b, c, s)``:
+    ``b`` in {0,1}^(k+1) with an even number of ones picks cos (0) or sin (1) for each of the k
+    inputs and the output; ``c`` in {1} x {+-1}^(k-1) are the input signs; ``s`` is the output's sign,
+    (-1)^(|b|/2) times the product of ``c``. 2^k * 2^(k-1) = 2^(2k-1) terms. Shared by the float
+    network (:func:`construction`) and its exact check (:func:`construction_identity`)."""
+    for b in itertools.product((0, 1), repeat=k + 1):
+        if sum(b) % 2:
+            continue
+        sign_b = -1 if sum(b) % 4 == 2 else 1
+        for tail in itertools.product((1, -1), repeat=k - 1):
+            c = (1, *tail)
+            yield b, c, sign_b * math.prod(c)
+
+
 def construction(p: int, k: int, dtype=torch.float64, device="cpu") -> Construction:
     """The ``2^(2k-1)(p-1)/2`` neurons of Lemma 4.11 / C.18, each of norm 1.
 
@@ -284,18 +299,12 @@ def construction(p: int, k: int, dtype=torch.float64, device="cpu") -> Construct
     for zeta in range(1, (p - 1) // 2 + 1):
         ang = 2 * math.pi * zeta * grid / p
         trig = (torch.cos(ang), torch.sin(ang))
-        for b in itertools.product((0, 1), repeat=k + 1):
-            if sum(b) % 2:
-                continue
-            sgn_b = -1 if sum(b) % 4 == 2 else 1
-            for tail in itertools.product((1, -1), repeat=k - 1):
-                c = (1, *tail)
-                s = sgn_b * math.prod(c)
-                Us.append(torch.stack([beta * c[j] * trig[b[j]] for j in range(k)]))
-                Ws.append(beta * s * (-trig[1] if b[k] else trig[0]))
-                zetas.append(zeta)
-                ph_u.append([phase[(b[j], c[j])] for j in range(k)])
-                ph_w.append(phase[(b[k], -s if b[k] else s)])
+        for b, c, s in _construction_terms(k):
+            Us.append(torch.stack([beta * c[j] * trig[b[j]] for j in range(k)]))
+            Ws.append(beta * s * (-trig[1] if b[k] else trig[0]))
+            zetas.append(zeta)
+            ph_u.append([phase[(b[j], c[j])] for j in range(k)])
+            ph_w.append(phase[(b[k], -s if b[k] else s)])
     U, W = torch.stack(Us).to(device), torch.stack(Ws).to(device)
     return Construction(U, W, torch.tensor(zetas), torch.tensor(ph_u, dtype=dtype), torch.tensor(ph_w, dtype=dtype),
                         beta, beta ** (k + 1) * 2 ** (k - 1) * math.factorial(k))
@@ -428,14 +437,8 @@ def construction_identity(k: int) -> sp.Expr:
     Cw, Sw = sp.symbols("C_w S_w")
     trig = lambda j, bit: S[j] if bit else C[j]
     total = 0
-    for b in itertools.product((0, 1), repeat=k + 1):
-        if sum(b) % 2:
-            continue
-        sgn_b = -1 if sum(b) % 4 == 2 else 1
-        for tail in itertools.product((1, -1), repeat=k - 1):
-            c = (1, *tail)
-            s = sgn_b * math.prod(c)
-            total += sum(c[j] * trig(j, b[j]) for j in range(k)) ** k * s * (-Sw if b[k] else Cw)
+    for b, c, s in _construction_terms(k):
+        total += sum(c[j] * trig(j, b[j]) for j in range(k)) ** k * s * (-Sw if b[k] else Cw)
     x = sp.symbols(f"x1:{k + 1}")
     y = sp.Symbol("y")
     target = sp.expand(sp.expand_trig(sp.cos(sum(x) - y)))
