@@ -19,6 +19,7 @@ forward-pass neuron mask (pruning, Algorithm 1) without touching the training st
 
 from __future__ import annotations
 
+import copy
 import math
 
 import torch
@@ -108,6 +109,22 @@ class BiasSchedule:
         self.t1 = torch.full((runs,), -1, dtype=torch.long, device=device)
         self.t2 = torch.full((runs,), -1, dtype=torch.long, device=device)
         self.norm_t1 = torch.zeros(runs, m, dtype=dtype, device=device)
+
+    _STATE = ("b", "stage", "t1", "t2", "norm_t1")
+
+    def to(self, device) -> "BiasSchedule":
+        """Move the per-run state to ``device`` (in place; returns ``self``)."""
+        for name in self._STATE:
+            setattr(self, name, getattr(self, name).to(device))
+        return self
+
+    @classmethod
+    def cat(cls, parts: list["BiasSchedule"]) -> "BiasSchedule":
+        """One schedule for the runs of ``parts`` (same settings), joined along the run dimension."""
+        out = copy.copy(parts[0])
+        for name in cls._STATE:
+            setattr(out, name, torch.cat([getattr(p, name).cpu() for p in parts]))
+        return out
 
     def feature_fraction(self, W: torch.Tensor, M: torch.Tensor) -> torch.Tensor:
         frac = (alignment(W, M) ** 2).sum(-1) / (W * W).sum(-1).clamp_min(1e-300)

@@ -223,3 +223,55 @@ def stage1_recursion_symbolic():
     Sigma = kap * Mj * Mj.T  # E[u_X u_Y^T] restricted to span(M_j, v): the noise cross-moment is 0
     w_new = (1 - eta * lam) * w + eta * c * (1 - 1 / B) * Sigma * w
     return w_new, (alpha, beta, eta, lam, c, B, kap)
+
+
+# ---------------------------------------------------------------------------------------------
+# Pruning (Theorem 3.2, Theorem F.1, Lemma F.2)
+# ---------------------------------------------------------------------------------------------
+
+
+def softmax_derivatives_symbolic(n_neg: int = 2):
+    """(205)-(207) derived: ``ell'_p`` as the softmax of ``(u_p, u_1..u_S) / tau`` differentiated by sympy.
+    Returns ``(d ell'_p / d u_p - (1/tau) ell'_p (1 - ell'_p), [d ell'_p / d u_s + (1/tau) ell'_p ell'_s])``,
+    every entry 0 after simplification when (207) holds."""
+    tau = sp.Symbol("tau", positive=True)
+    up = sp.Symbol("u_p", real=True)
+    us = sp.symbols(f"u_1:{n_neg + 1}", real=True)
+    Z = sp.exp(up / tau) + sum(sp.exp(u / tau) for u in us)
+    lp = sp.exp(up / tau) / Z
+    ls = [sp.exp(u / tau) / Z for u in us]
+    gap_p = sp.simplify(sp.diff(lp, up) - lp * (1 - lp) / tau)
+    gaps_s = [sp.simplify(sp.diff(lp, u) + lp * l / tau) for u, l in zip(us, ls)]
+    return gap_p, gaps_s
+
+
+def f4_elapsed_time_symbolic():
+    """F.4's elapsed time ``T = (eps_max / eps* - 1) d / (eta alpha eps*^2 C_z loglog d)`` against the rate
+    ``r = eta alpha eps*^2 C_z loglog d / d`` of (15) without its constant. Returns ``(T r - (eps_max/eps* - 1),
+    (1 + T r) eps*/eps_max - 1, T, r, symbols)``: the first two simplify to 0, i.e. the linearised growth
+    ``1 + T r`` lifts the vanilla upper end ``(eps*/eps_max) tau`` of (13) exactly to ``tau`` of (18)."""
+    eps_max, eps_s, d, eta, alpha, Cz, lld = sp.symbols("epsilon_max epsilon_star d eta alpha C_z loglogd", positive=True)
+    T = (eps_max / eps_s - 1) * d / (eta * alpha * eps_s ** 2 * Cz * lld)
+    r = eta * alpha * eps_s ** 2 * Cz * lld / d
+    return (sp.simplify(T * r - (eps_max / eps_s - 1)), sp.simplify((1 + T * r) * eps_s / eps_max - 1), T, r,
+            (eps_max, eps_s, d, eta, alpha, Cz, lld))
+
+
+def prune_rate(eta: float, alpha: float, eps_star: float, kappa_star: float) -> float:
+    """The per-step extra rate of (15) without its ``Omega`` constant, ``eta alpha eps*^2 C_z loglog d / d``,
+    written with this generator's ``kappa* = eps* C_z loglog d / d``: ``eta alpha eps* kappa*``."""
+    return eta * alpha * eps_star * kappa_star
+
+
+def f4_times(eps_max: float, eps_star: float, rate: float) -> tuple[float, float]:
+    """Steps for the minority coefficient to grow by ``eps_max / eps*`` at per-step rate ``rate``: F.4's
+    linearised ``(eps_max/eps* - 1) / rate``, and the exact geometric ``log(eps_max/eps*) / log(1 + rate)``
+    (smaller, since ``log x < x - 1``)."""
+    ratio = eps_max / eps_star
+    return (ratio - 1) / rate, math.log(ratio) / math.log1p(rate)
+
+
+def extra_rate_ratio_symbolic():
+    """The extra growth of (15) over that of (16): ``(eps*^2 alpha / d) / (eps*^3 alpha / d^2) = d / eps*``."""
+    eps_s, alpha, d, c = sp.symbols("epsilon_star alpha d c", positive=True)
+    return sp.simplify((eps_s ** 2 * alpha * c / d) / (eps_s ** 3 * alpha * c / d ** 2)), (eps_s, d)

@@ -12,8 +12,7 @@ with decoupled weight decay (Algorithm 1, line 7), vectorised over runs.
 The step computes the gradient through the surrogate ``sum_k (P_k - 1[k = pos]) <f(X), sg f(Y_k)>``
 with ``P`` the (detached) softmax of the logits: its gradient is ``tau`` times that of (1), and it is
 eq (5) of [001] when the logits come from a masked model and the neuron factors from the full one.
-A forward-pass neuron ``mask`` therefore slots in without changing the step (pruning is a later
-chapter).
+A forward-pass neuron ``mask`` therefore slots in without changing the step (``pruning.py``).
 
 ``n_neg`` -- number of negatives per anchor, taken in-batch: anchor ``k``'s negatives are the second
 views of pairs ``k+1, ..., k+n_neg (mod K)``, independent of it (Assumption 3.4); ``|B| = 1 + n_neg``.
@@ -22,6 +21,7 @@ The papers never fix it; the default ``K - 1`` (all in-batch, as SimCLR) is the 
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field
 
@@ -155,6 +155,7 @@ class History:
     W0: torch.Tensor | None = None
     M: torch.Tensor | None = None
     b_final: torch.Tensor | None = None
+    schedule: "cmodel.BiasSchedule | None" = None
 
     def stack(self) -> "History":
         for name in ("A", "norm", "noise", "b", "loss"):
@@ -169,7 +170,8 @@ def train(s: Setup, eps_min: torch.Tensor, nsr: torch.Tensor, steps: int, genera
     """Train ``R = len(eps_min)`` independent runs at once (one per entry of ``eps_min`` / ``nsr``),
     each with its own dictionary, initialisation and data stream drawn from ``generator``.
 
-    ``masks``: optional callable ``(t, W) -> (R, m)`` forward-pass neuron mask (hook for pruning).
+    ``masks``: optional callable ``(t, W, M) -> (R, m)`` forward-pass neuron mask, or ``None`` for no
+    mask at step ``t`` (the hook of Algorithm 1, see ``pruning.py``).
     ``eps_max``: optional per-run majority frequency ``(R,)`` (default: ``s.eps_max`` for every run).
     ``draw_on_device``: draw the per-step batches with a generator on ``device`` (seeded from
     ``generator``) instead of on the CPU. ``None``: only on CUDA, where CPU draws would dominate the
@@ -186,6 +188,30 @@ def train(s: Setup, eps_min: torch.Tensor, nsr: torch.Tensor, steps: int, genera
     W = cmodel.init_weights(R, s.m, s.d1, s.sigma0, generator, dtype, device)
     sched = cmodel.BiasSchedule(R, s.m, s.d, s.eta, s.c_b, s.t1_rule, s.t1_steps, dtype, device)
     hist = History(W0=W.cpu().clone(), M=M.cpu())
+    return _run(s, hist, W, M, sched, eps, probs, sigma, 0, steps, generator, device, log_every, progress, desc,
+                masks, draw_on_device)
+
+
+def resume(s: Setup, checkpoint: History, steps: int, generator: torch.Generator, device="cpu", log_every: int = 10,
+           progress: bool = True, desc: str = "training", masks=None, draw_on_device: bool | None = None) -> History:
+    """Continue the runs of ``checkpoint`` (a :func:`train` result) for ``steps`` more steps: its weights,
+    dictionaries, frequencies, noise and bias schedule, a data stream drawn from ``generator``. Two calls
+    with equally seeded generators see the same batches, so arms that differ only in ``masks`` (with
+    and without pruning) are paired. Step numbers continue from the checkpoint's last one."""
+    if checkpoint.schedule is None or checkpoint.W is None:
+        raise ValueError("parameter 'checkpoint' is not a finished training History (no weights or bias schedule)")
+    dtype = checkpoint.W.dtype
+    W = checkpoint.W.to(device)
+    M = checkpoint.M.to(device=device, dtype=dtype)
+    sched = copy.deepcopy(checkpoint.schedule).to(device)
+    hist = History(W0=checkpoint.W0, M=checkpoint.M)
+    t0 = int(checkpoint.steps[-1])
+    return _run(s, hist, W, M, sched, checkpoint.eps, checkpoint.probs, checkpoint.sigma, t0, steps, generator, device,
+                log_every, progress, desc, masks, draw_on_device)
+
+
+def _run(s, hist, W, M, sched, eps, probs, sigma, t0, steps, generator, device, log_every, progress, desc, masks,
+         draw_on_device) -> History:
     if draw_on_device is None:
         draw_on_device = torch.device(device).type == "cuda"
     if draw_on_device and torch.device(device).type != generator.device.type:
@@ -200,12 +226,12 @@ def train(s: Setup, eps_min: torch.Tensor, nsr: torch.Tensor, steps: int, genera
         hist.b.append(sched.b.float().cpu())
         hist.loss.append(loss.float().cpu())
 
-    bar = tqdm(range(steps), desc=desc, disable=not progress, mininterval=1.0)
+    bar = tqdm(range(t0, t0 + steps), desc=desc, disable=not progress, mininterval=1.0)
     for t in bar:
         batch = cdata.sample_batch(M, probs, sigma, s.K, s.L, s.mag_low, s.token_q, generator, pooled=s.pooled)
-        mask = masks(t, W) if masks is not None else None
+        mask = masks(t, W, M) if masks is not None else None
         g, loss, _ = gradient(W, sched.b, batch, s, mask)
-        if t % log_every == 0:
+        if (t - t0) % log_every == 0:
             record(t, loss)
         W_new = (1 - s.eta * s.lam) * W - s.eta * g
         if not bool(torch.isfinite(W_new).all()):
@@ -216,8 +242,9 @@ def train(s: Setup, eps_min: torch.Tensor, nsr: torch.Tensor, steps: int, genera
         W = W_new
     bar.close()
     batch = cdata.sample_batch(M, probs, sigma, s.K, s.L, s.mag_low, s.token_q, generator, pooled=s.pooled)
-    record(steps, batch_loss(W, sched.b, batch, s))
+    record(t0 + steps, batch_loss(W, sched.b, batch, s))
     hist.t1, hist.t2, hist.W, hist.b_final = sched.t1.cpu(), sched.t2.cpu(), W.cpu(), sched.b.cpu()
+    hist.schedule = sched
     hist.eps, hist.probs, hist.sigma = eps, probs, sigma
     return hist.stack()
 
@@ -236,5 +263,6 @@ def train_chunked(s: Setup, eps_min, nsr, steps, generator, chunk: int, desc: st
         setattr(out, name, torch.cat([getattr(p, name) for p in parts], dim=1))
     for name in ("t1", "t2", "W", "W0", "M", "b_final", "eps", "probs", "sigma"):
         setattr(out, name, torch.cat([getattr(p, name) for p in parts], dim=0))
+    out.schedule = cmodel.BiasSchedule.cat([p.schedule for p in parts])
     out.steps = parts[0].steps
     return out
