@@ -54,9 +54,12 @@ def _check(p):
         return f"parameter 'eps_min' = {p['eps_min']} is not allowed: expected eps_min <= eps_max = {p['eps_max']}"
     if "K" in p and p["n_neg"] > p["K"] - 1:
         return f"parameter 'n_neg' = {p['n_neg']} is not allowed: expected n_neg <= K - 1 = {p['K'] - 1} (0 means K - 1)"
-    for key in ("sweep_eps", "exp34_eps"):
+    for key in ("sweep_eps", "exp34_eps", "accel_eps"):
         if key in p and max(p[key]) > p["eps_max"]:
             return f"parameter '{key}' = {list(p[key])} is not allowed: every value must be <= eps_max = {p['eps_max']}"
+    if "alpha" in p and int(p["alpha"] * min(list(p.get("m_grid", [])) + [p["m"]]) + 1e-9) < 1:
+        return (f"parameter 'alpha' = {p['alpha']} is not allowed: floor(alpha m) must be >= 1 for every width "
+                f"(m = {p['m']}, m_grid = {list(p.get('m_grid', []))}); Appendix F asks alpha >= 1/m")
     if "d_grid" in p and min(p["d_grid"]) < 3:
         return f"parameter 'd_grid' = {list(p['d_grid'])} is not allowed: every d must be >= 3 (loglog d > 0)"
     return None
@@ -157,6 +160,40 @@ STAGE3 = register_chapter(Chapter(
                       sweep_eps=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0], sweep_nsr=[0.05, 0.45, 1.25],
                       exp34_eps=[0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5],
                       exp34_nsr=[0.45, 1.25, 2.8125, 5.0], test_pairs=5000, train_pairs=1000, reg_target="mean", chunk=500),
+    },
+    checks=(_check,),
+))
+
+PRUNING = register_chapter(Chapter(
+    id="contrastive-pruning",
+    title="Pruning reinforces minority features",
+    notebook="book/contrastive/pruning.md",
+    params={**DATA, **TRAIN, **BIAS,
+            "alpha": Float(0, 1, high_open=True, doc="pruning ratio: floor(alpha m) neurons masked (Algorithm 1 line 4)"),
+            "every": Int(1, 10_000_000, doc="steps between mask updates (Algorithm 1: 1, 'at each iteration'; the text: 'at each epoch')"),
+            "warm_steps": Int(1, 10_000_000, doc="vanilla steps before pruning starts (Theorem F.1's T4: after convergence)"),
+            "window": Int(2, 10_000_000, doc="steps after the checkpoint, with and without pruning (Theorem 3.2 (a), (b))"),
+            "accel_eps": ListOf(Float(0, 100, low_open=True), min_len=2, doc="eps_min values of the warm-start runs"),
+            "mech_batches": Int(1, 100_000, doc="fresh batches of K pairs for Lemmas F.1-F.2"),
+            "sweep_eps": ListOf(Float(0, 100, low_open=True), min_len=2, doc="eps_min values of Figs 2-5 with and without pruning"),
+            "sweep_nsr": ListOf(Float(0, 1000), doc="NSR values of Figs 2-5 with and without pruning"),
+            "test_pairs": Int(10, 10_000_000, doc="test pairs (5000 in [001] Exps 3-4)"),
+            "train_pairs": Int(10, 10_000_000, doc="training pairs of the regression head (1000 in [001] Exp 4)"),
+            "reg_target": Choice(("mean", "support"), doc="Experiment 4 target (unstated): signed mean latent code, or feature indicators"),
+            "m_grid": ListOf(Int(2, 100_000), min_len=1, doc="widths m of the 'what does Algorithm 1 prune' sweep"),
+            "chunk": Int(1, 1_000_000, doc="runs trained at once (memory)")},
+    presets={
+        "smoke": dict(_DATA, **_TRAIN, c_b=0.3, t1_rule="mean", d1=128, steps=500, repeats=1, alpha=0.1, every=1,
+                      warm_steps=600, window=150, accel_eps=[0.3, 0.5], mech_batches=6, sweep_eps=[0.1, 0.5, 1.0],
+                      sweep_nsr=[0.45], test_pairs=1000, train_pairs=400, reg_target="mean", m_grid=[30, 60], chunk=64),
+        "default": dict(_DATA, **_TRAIN, c_b=0.3, t1_rule="mean", steps=800, repeats=2, alpha=0.1, every=1,
+                        warm_steps=1200, window=300, accel_eps=[0.3, 0.4, 0.5], mech_batches=20,
+                        sweep_eps=[0.1, 0.3, 0.5, 0.7, 1.0], sweep_nsr=[0.45], test_pairs=2000, train_pairs=1000,
+                        reg_target="mean", m_grid=[30, 60, 120], chunk=64),
+        "paper": dict(_DATA, **dict(_TRAIN, K=256), c_b=0.3, t1_rule="mean", steps=3000, repeats=100, alpha=0.1, every=1,
+                      warm_steps=3000, window=1000, accel_eps=[0.2, 0.3, 0.4, 0.5], mech_batches=100,
+                      sweep_eps=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0], sweep_nsr=[0.05, 0.45, 1.25],
+                      test_pairs=5000, train_pairs=1000, reg_target="mean", m_grid=[30, 60, 120, 240], chunk=500),
     },
     checks=(_check,),
 ))

@@ -95,7 +95,8 @@ def oracle_set(W: torch.Tensor, M: torch.Tensor, feature: torch.Tensor, k: int, 
 class PruneLog:
     """What a :class:`Pruner` masked, one entry per pruned step: the step, and for each run the ids of the
     pruned neurons with their dominant feature, its ``cos^2`` and their norm (``(E, R, k)`` after
-    :meth:`stack`)."""
+    :meth:`stack`, ``k`` the most any run pruned; a run that pruned fewer is padded with id and
+    feature ``-1``, ``cos^2`` and norm ``nan``)."""
 
     steps: list = field(default_factory=list)
     ids: list = field(default_factory=list)
@@ -104,30 +105,44 @@ class PruneLog:
     norm: list = field(default_factory=list)
 
     def stack(self) -> "PruneLog":
-        if self.ids and isinstance(self.ids, list):
+        if isinstance(self.ids, list) and self.ids:
             for name in ("ids", "dominant", "cos2", "norm"):
                 setattr(self, name, torch.stack(getattr(self, name)))
             self.steps = torch.tensor(self.steps)
         return self
 
+    @classmethod
+    def cat(cls, logs: list["PruneLog"]) -> "PruneLog":
+        """The logs of consecutive chunks of runs (same steps, same ``k``), joined along the run dimension."""
+        logs = [g.stack() for g in logs]
+        k = max(g.ids.shape[-1] for g in logs)
+        out = cls()
+        out.steps = logs[0].steps
+        for name, fill in (("ids", -1), ("dominant", -1), ("cos2", float("nan")), ("norm", float("nan"))):
+            parts = [torch.nn.functional.pad(getattr(g, name), (0, k - g.ids.shape[-1]), value=fill) for g in logs]
+            setattr(out, name, torch.cat(parts, dim=1))
+        return out
+
     def categories(self, n_maj: int, threshold: float = 0.25) -> dict:
         """Per run, the fraction of pruned neuron-steps that were a minority specialist, a majority
         specialist, or unaligned (``cos^2 <`` ``threshold`` on every feature): ``{name: (R,)}``."""
         self.stack()
-        aligned = self.cos2 >= threshold
+        valid = self.ids >= 0
+        aligned = (self.cos2 >= threshold) & valid
         minority = aligned & (self.dominant >= n_maj)
-        majority = aligned & (self.dominant < n_maj)
-        n = self.ids.shape[0] * self.ids.shape[-1]
+        majority = aligned & (self.dominant < n_maj) & (self.dominant >= 0)
+        n = valid.sum((0, 2)).clamp_min(1)
         return {"minority": minority.sum((0, 2)) / n, "majority": majority.sum((0, 2)) / n,
-                "unaligned": (~aligned).sum((0, 2)) / n}
+                "unaligned": (valid & ~aligned).sum((0, 2)) / n}
 
     def times_pruned(self, m: int) -> torch.Tensor:
         """``(R, m)``: how many logged steps each neuron spent pruned."""
         self.stack()
         E, R, k = self.ids.shape
-        counts = torch.zeros(R, m, dtype=torch.long)
-        counts.scatter_add_(1, self.ids.permute(1, 0, 2).reshape(R, E * k), torch.ones(R, E * k, dtype=torch.long))
-        return counts
+        ids = self.ids.permute(1, 0, 2).reshape(R, E * k)
+        counts = torch.zeros(R, m + 1, dtype=torch.long)
+        counts.scatter_add_(1, torch.where(ids >= 0, ids, m), torch.ones(R, E * k, dtype=torch.long))
+        return counts[:, :m]
 
 
 class Pruner:
@@ -173,14 +188,16 @@ class Pruner:
         k = int(pruned.sum(-1).max()) if pruned.numel() else 0
         if k == 0:
             return
-        # ids of the pruned neurons, per run (runs with fewer pruned neurons repeat their last id)
+        # ids of the pruned neurons, per run; a run that pruned fewer than k is padded with -1
         ids = torch.argsort(pruned.to(torch.int8), dim=-1, descending=True, stable=True)[:, :k]
+        valid = pruned.gather(1, ids)
         dom, c2 = dominant_features(W, M)
+        nan = torch.tensor(float("nan"))
         self.log.steps.append(t)
-        self.log.ids.append(ids.cpu())
-        self.log.dominant.append(dom.gather(1, ids).cpu())
-        self.log.cos2.append(c2.gather(1, ids).float().cpu())
-        self.log.norm.append(W.norm(dim=-1).gather(1, ids).float().cpu())
+        self.log.ids.append(torch.where(valid, ids, -1).cpu())
+        self.log.dominant.append(torch.where(valid, dom.gather(1, ids), -1).cpu())
+        self.log.cos2.append(torch.where(valid.cpu(), c2.gather(1, ids).float().cpu(), nan))
+        self.log.norm.append(torch.where(valid.cpu(), W.norm(dim=-1).gather(1, ids).float().cpu(), nan))
 
 
 # ---------------------------------------------------------------------------------------------

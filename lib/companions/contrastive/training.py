@@ -156,6 +156,7 @@ class History:
     M: torch.Tensor | None = None
     b_final: torch.Tensor | None = None
     schedule: "cmodel.BiasSchedule | None" = None
+    hooks: list = field(default_factory=list)
 
     def stack(self) -> "History":
         for name in ("A", "norm", "noise", "b", "loss"):
@@ -249,14 +250,18 @@ def _run(s, hist, W, M, sched, eps, probs, sigma, t0, steps, generator, device, 
     return hist.stack()
 
 
-def train_chunked(s: Setup, eps_min, nsr, steps, generator, chunk: int, desc: str = "training", **kw) -> History:
+def train_chunked(s: Setup, eps_min, nsr, steps, generator, chunk: int, desc: str = "training", masks_factory=None,
+                  **kw) -> History:
     """:func:`train` on at most ``chunk`` runs at a time (memory at paper scale), histories joined
-    along the run dimension."""
+    along the run dimension. ``masks_factory``: called once per chunk for that chunk's ``masks`` hook
+    (a hook keeps per-run state, e.g. a pruning log); the hooks are returned in ``History.hooks``."""
     starts = list(range(0, len(eps_min), chunk))
-    parts = [train(s, eps_min[i:i + chunk], nsr[i:i + chunk], steps, generator,
+    hooks = [masks_factory() if masks_factory is not None else None for _ in starts]
+    parts = [train(s, eps_min[i:i + chunk], nsr[i:i + chunk], steps, generator, masks=hook,
                    desc=desc if len(starts) == 1 else f"{desc} (runs {i}-{min(i + chunk, len(eps_min)) - 1})", **kw)
-             for i in starts]
+             for i, hook in zip(starts, hooks)]
     if len(parts) == 1:
+        parts[0].hooks = hooks
         return parts[0]
     out = History()
     for name in ("A", "norm", "noise", "b", "loss"):
@@ -265,4 +270,5 @@ def train_chunked(s: Setup, eps_min, nsr, steps, generator, chunk: int, desc: st
         setattr(out, name, torch.cat([getattr(p, name) for p in parts], dim=0))
     out.schedule = cmodel.BiasSchedule.cat([p.schedule for p in parts])
     out.steps = parts[0].steps
+    out.hooks = hooks
     return out
