@@ -572,3 +572,40 @@ def test_table2_claims_on_a_hand_built_table(monkeypatch):
     assert claims["reduces_delta20"] == 4  # A rho=1 (tie) and A rho=50 (rise) do not count
     rows = pr.table2_rows()
     assert rows[1]["gain_in_sd"] == round(1.0 / math.sqrt(2), 2) and rows[2]["delta20_change"] == 0.5
+
+
+def test_minority_rule_prunes_the_most_minority_aligned_neurons():
+    """Catches a 'minority' rule that ranks by the wrong subspace, the wrong direction, or ignores n_maj."""
+    d1, d, n_maj = 20, 4, 2
+    M = torch.eye(d1, dtype=torch.float64)[:, :d][None]            # M_j = e_j
+    W = torch.zeros(1, 5, d1, dtype=torch.float64)
+    W[0, 0, 0] = 1.0                                               # majority only
+    W[0, 1, 2] = 1.0; W[0, 1, 0] = 1.0                             # half minority
+    W[0, 2, 3] = 1.0                                               # pure minority
+    W[0, 3, 10] = 1.0                                              # noise only
+    W[0, 4, 1] = 3.0; W[0, 4, 2] = 0.1                             # majority, a little minority
+    mask = pr.minority_mask(W, M, 0.4, n_maj)                      # floor(0.4 * 5) = 2 pruned
+    assert mask[0].tolist() == [1.0, 0.0, 0.0, 1.0, 1.0]
+    p = pr.Pruner(0.4, "minority", n_maj=n_maj)
+    assert torch.equal(p(0, W, M), mask)
+    with pytest.raises(ValueError, match="n_maj"):
+        pr.Pruner(0.4, "minority")
+
+
+@pytest.mark.parametrize("attention", ["uniform", "softmax"])
+def test_eq5_gradient_written_out_matches_the_training_step(attention):
+    """Catches a training step (or a written-out eq. (5)) that masks h_i, drops the activation indicators, or
+    takes the logits from the full model."""
+    g = gen(11)
+    s = tr.Setup(d1=40, m=8, K=16, n_neg=9, attention=attention, att_scale=0.5 if attention == "softmax" else 0.0, grad_scale="standard", tau=0.7)
+    M = cd.dictionary(2, s.d1, s.d, g)
+    W = cm.init_weights(2, s.m, s.d1, 0.3, g)
+    b = 0.1 * W.norm(dim=-1)
+    probs = cd.activation_probs(torch.tensor([cd.eps_vector(s.d, s.n_maj, 1.0, 0.5)] * 2), 0.5)
+    batch = cd.sample_batch(M, probs, torch.full((2,), 0.05), s.K, s.L, s.mag_low, s.token_q, g, pooled=attention == "uniform")
+    mask = pr.magnitude_mask(W, 0.25)
+    g_train, _, _ = tr.gradient(W, b, batch, s, mask)
+    g_eq5 = pr.eq5_gradient(W, b, batch, s, mask)
+    assert torch.allclose(g_train, g_eq5, rtol=1e-10, atol=1e-13)
+    g_full = pr.eq5_gradient(W, b, batch, s, torch.ones_like(mask))
+    assert not torch.allclose(g_eq5, g_full)

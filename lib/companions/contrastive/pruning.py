@@ -17,7 +17,10 @@ Choices the paper leaves open, each a named parameter:
 * ``start``: the first pruned step (Algorithm 1: 0; Theorem F.1: "starting from the pruning stage
   T4", after the vanilla dynamics have converged);
 * ``rule = "oracle"``: a fixed pruned set ``P`` chosen by the caller, as Appendix F assumes
-  (``P subset M*_{j*}``), to test the mechanism apart from the selection rule.
+  (``P subset M*_{j*}``), to test the mechanism apart from the selection rule;
+* ``rule = "minority"``: the ``floor(alpha m)`` neurons with the largest ``cos^2`` on the minority
+  subspace, recomputed like the magnitude rule: the selection Remark 2 says magnitude pruning makes
+  ("these neurons are associated with minority features"), made with knowledge of ``M``.
 
 A neuron's *dominant feature* is ``argmax_j cos^2(w_i, M_j)``; it is a *specialist* of that feature when
 the ``cos^2`` is at least ``threshold`` (0.25 by default), and *unaligned* otherwise.
@@ -34,7 +37,7 @@ from companions.contrastive import data as cdata
 from companions.contrastive import model as cmodel
 from companions.contrastive import training as ctrain
 
-RULES = ("magnitude", "oracle")
+RULES = ("magnitude", "oracle", "minority")
 
 
 def pruned_count(m: int, alpha: float) -> int:
@@ -53,6 +56,17 @@ def magnitude_mask(W: torch.Tensor, alpha: float) -> torch.Tensor:
     if k:
         idx = W.norm(dim=-1).argsort(dim=-1, stable=True)[:, :k]
         mask.scatter_(1, idx, 0.0)
+    return mask
+
+
+def minority_mask(W: torch.Tensor, M: torch.Tensor, alpha: float, n_maj: int) -> torch.Tensor:
+    """``(R, m)`` mask, 0 at the ``floor(alpha m)`` neurons with the largest ``sum_{j >= n_maj} cos^2(w_i, M_j)``."""
+    R, m, _ = W.shape
+    k = pruned_count(m, alpha)
+    mask = torch.ones(R, m, dtype=W.dtype, device=W.device)
+    if k:
+        score = (cmodel.cosines(W, M)[..., n_maj:] ** 2).sum(-1)
+        mask.scatter_(1, score.argsort(dim=-1, descending=True, stable=True)[:, :k], 0.0)
     return mask
 
 
@@ -149,24 +163,27 @@ class Pruner:
     """Algorithm 1's line 4 as the ``masks`` hook of :func:`training.train` / :func:`training.resume`.
 
     ``rule = "magnitude"``: the ``floor(alpha m)`` smallest-norm neurons, recomputed every ``every`` steps
-    from ``start`` on; ``rule = "oracle"``: the fixed set ``oracle`` (``(R, m)`` boolean, e.g.
-    :func:`oracle_set`), from ``start`` on. Before ``start`` no mask is applied (vanilla training).
+    from ``start`` on; ``rule = "minority"``: the same count with the largest ``cos^2`` on the minority
+    subspace (features ``n_maj..d-1``), recomputed alike; ``rule = "oracle"``: the fixed set ``oracle``
+    (``(R, m)`` boolean, e.g. :func:`oracle_set`), from ``start`` on. Before ``start`` no mask is applied (vanilla training).
     Every pruned step is recorded in ``self.log`` (with ``log_every`` > 1, every ``log_every``-th)."""
 
     def __init__(self, alpha: float = 0.1, rule: str = "magnitude", start: int = 0, every: int = 1,
-                 oracle: torch.Tensor | None = None, log_every: int = 1):
+                 oracle: torch.Tensor | None = None, log_every: int = 1, n_maj: int | None = None):
         if rule not in RULES:
             raise ValueError(f"parameter 'rule' = {rule!r} is not allowed: expected one of {RULES}")
         pruned_count(1, alpha)  # validates alpha
         if rule == "oracle" and oracle is None:
             raise ValueError("parameter 'oracle' is required with rule='oracle': the (R, m) boolean pruned set")
-        if rule == "magnitude" and oracle is not None:
+        if rule != "oracle" and oracle is not None:
             raise ValueError("parameter 'oracle' is only used with rule='oracle'")
+        if rule == "minority" and not (isinstance(n_maj, int) and n_maj >= 1):
+            raise ValueError(f"parameter 'n_maj' = {n_maj!r} is required with rule='minority': the number of majority features (>= 1)")
         for name, value in (("start", start), ("every", every), ("log_every", log_every)):
             if not isinstance(value, int) or value < (0 if name == "start" else 1):
                 raise ValueError(f"parameter '{name}' = {value!r} is not allowed: expected an integer >= {0 if name == 'start' else 1}")
         self.alpha, self.rule, self.start, self.every, self.log_every = alpha, rule, start, every, log_every
-        self.oracle = oracle
+        self.oracle, self.n_maj = oracle, n_maj
         self.mask = None
         self.log = PruneLog()
 
@@ -177,7 +194,7 @@ class Pruner:
             if self.mask is None:
                 self.mask = (~self.oracle.to(W.device)).to(W.dtype)
         elif self.mask is None or (t - self.start) % self.every == 0:
-            self.mask = magnitude_mask(W, self.alpha)
+            self.mask = magnitude_mask(W, self.alpha) if self.rule == "magnitude" else minority_mask(W, M, self.alpha, self.n_maj)
         if (t - self.start) % self.log_every == 0:
             self._record(t, W, M)
         return self.mask
@@ -198,6 +215,26 @@ class Pruner:
         self.log.dominant.append(torch.where(valid, dom.gather(1, ids), -1).cpu())
         self.log.cos2.append(torch.where(valid.cpu(), c2.gather(1, ids).float().cpu(), nan))
         self.log.norm.append(torch.where(valid.cpu(), W.norm(dim=-1).gather(1, ids).float().cpu(), nan))
+
+
+def eq5_gradient(W: torch.Tensor, b: torch.Tensor, batch: cdata.Batch, s: ctrain.Setup, mask: torch.Tensor) -> torch.Tensor:
+    """Eq. (5) written out, term by term, as a second implementation of the update direction that
+    :func:`training.gradient` computes through its surrogate loss:
+    ``g_i = c_tau (1/K) sum_k [(ell'_p - 1) h_i(Y_k) + sum_s ell'_s h_i(Y_s)] grad_{w_i} h_i(X_k)``, the
+    weights ``ell'`` from the masked model, ``h_i`` and ``grad h_i = sum_r 1[|<w_i, z_r>| >= b_i] z_r`` from
+    the full one (``z_r`` the attention outputs; uniform attention: ``L`` copies of the token mean)."""
+    hx = cmodel.features(W, batch.x, b, s.L, s.att_scale)
+    hy = cmodel.features(W, batch.y, b, s.L, s.att_scale)
+    S = ctrain.logits(hx * mask[:, None, :], hy * mask[:, None, :], s.tau, s.n_neg)
+    C = torch.softmax(S, -1) - torch.eye(s.K, dtype=W.dtype, device=W.device)
+    coef = C @ hy                                                      # (R, K, m): [(ell'_p - 1) h_i(Y_k) + sum_s ...]
+    if batch.x.dim() == 3:                                             # uniform attention: L identical outputs
+        z = batch.x[:, :, None, :].expand(-1, -1, s.L, -1)
+    else:
+        z = cmodel.attention_output(batch.x, s.att_scale)              # (R, K, L, d1)
+    active = (torch.einsum("rkle,rme->rklm", z, W).abs() >= b[:, None, None, :]).to(W.dtype)
+    grad_h = torch.einsum("rklm,rkle->rkme", active, z)                # (R, K, m, d1): grad_{w_i} h_i(X_k)
+    return s.c_tau * torch.einsum("rkm,rkme->rme", coef, grad_h) / s.K
 
 
 # ---------------------------------------------------------------------------------------------
