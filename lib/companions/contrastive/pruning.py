@@ -252,14 +252,15 @@ def first_order_logit_change(P: torch.Tensor, dS: torch.Tensor) -> torch.Tensor:
 
 @torch.no_grad()
 def logit_effect(hist, s: ctrain.Setup, pruned: torch.Tensor, feature: torch.Tensor, batches: int,
-                 generator: torch.Generator, shrink: float = 1.0, bias: bool = True) -> dict:
+                 generator: torch.Generator, shrink: float = 1.0, bias: bool = True, device=None) -> dict:
     """Lemma F.2 and Lemma F.1 on ``batches`` fresh batches of ``s.K`` pairs per run, with the weights of
     ``hist`` and the set ``pruned`` (``(R, m)`` boolean) masked in the forward pass.
 
     ``D1``: pairs whose anchor carries ``feature[r]`` (``M_{j*}``), ``D2``: the others. ``shrink``: the
     pruned neurons' outputs are multiplied by ``1 - shrink`` (1: pruned; small values: the derivative
     (207) / (211)). ``bias=False`` evaluates the network at ``b = 0`` (the regime in which Lemma F.3 and
-    the proof of F.1 compute). Returns per-run means ``(R,)``:
+    the proof of F.1 compute). ``device``: where to compute (default: the weights' device); on CUDA the
+    pairs are drawn there, from a generator seeded by ``generator``. Returns per-run means ``(R,)``:
 
     * ``one_minus_lp`` -- ``{"D1": (full, masked), "D2": (full, masked)}``: ``E[1 - ell'_p]``;
     * ``first_order`` -- ``{"D1": ..., "D2": ...}``: the mean of (211)'s ``Delta ell'_p``, against the
@@ -268,9 +269,13 @@ def logit_effect(hist, s: ctrain.Setup, pruned: torch.Tensor, feature: torch.Ten
       (Lemma F.1 (a), (b)), with their standard errors ``pos_se`` / ``neg_se``;
     * ``frac_D1`` -- the fraction of anchors in ``D1``.
     """
-    M = hist.M.to(hist.W.dtype)
-    W, R = hist.W, hist.W.shape[0]
-    b = hist.b_final if bias else torch.zeros_like(hist.b_final)
+    dev = torch.device(device) if device is not None else hist.W.device
+    if dev.type == "cuda" and generator.device.type != "cuda":
+        generator = torch.Generator(device=dev).manual_seed(int(torch.randint(0, 2 ** 62, (1,), generator=generator)))
+    W, R = hist.W.to(dev), hist.W.shape[0]
+    M = hist.M.to(device=dev, dtype=W.dtype)
+    b = hist.b_final.to(dev) if bias else torch.zeros_like(hist.b_final, device=dev)
+    pruned, feature = pruned.to(dev), feature.to(dev)
     keep = 1.0 - shrink * pruned.to(W.dtype)
     acc = {k: torch.zeros(R, dtype=torch.float64) for k in
            ("n1", "n2", "f1", "m1", "f2", "m2", "fo1", "fo2", "a1", "a2", "pos", "pos2", "neg", "neg2", "npos", "nneg")}
@@ -289,7 +294,7 @@ def logit_effect(hist, s: ctrain.Setup, pruned: torch.Tensor, feature: torch.Ten
         # logit change of masking: u -> u - sum_{i in P} (1 - (1 - shrink)^2) h_i(X) h_i(Y')
         dS = -(1 - (1 - shrink) ** 2) * (hpx @ hpy.transpose(-1, -2)) / s.tau
         fo = first_order_logit_change(P_full, dS)
-        in_d1 = (batch.zx[torch.arange(R), :, :, feature] != 0).any(-1).to(torch.float64).cpu()   # (R, K)
+        in_d1 = (batch.zx[torch.arange(R, device=dev), :, :, feature] != 0).any(-1).to(torch.float64).cpu()   # (R, K)
         cross = (hpx @ hpy.transpose(-1, -2)).cpu()                                                # (R, K, K)
         pos = torch.diagonal(cross, dim1=-2, dim2=-1)
         neg = cross[:, offdiag]
