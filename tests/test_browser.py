@@ -303,11 +303,14 @@ def test_search_finds_a_theorem(browser, site, docname, chapter_id):
             "return Array.from(document.querySelectorAll('ul.search li a')).map(a => a.href)")
         finished = browser.execute_script(
             "const s = document.querySelector('.search-summary'); return s ? s.innerText : ''")
-        if hrefs and finished:
+        # the summary is set when the search finishes ("found N page(s)"); wait for all N entries too, since
+        # the list is filled item by item and a search can be started twice (theme and Sphinx)
+        done = re.search(r"found (\d+)", finished)
+        if (done and len(hrefs) >= int(done.group(1))) or "did not match" in finished:
             break
         time.sleep(0.2)
     assert any(urlparse(h).path.endswith(f"/{docname}.html") for h in hrefs), \
-        f"searching {query!r} did not find {docname}.html: {hrefs}"
+        f"searching {query!r} did not find {docname}.html: {hrefs} (summary: {finished!r})"
 
 
 def test_intro_ledger_page_and_screenshots(browser, site):
