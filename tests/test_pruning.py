@@ -609,3 +609,16 @@ def test_eq5_gradient_written_out_matches_the_training_step(attention):
     assert torch.allclose(g_train, g_eq5, rtol=1e-10, atol=1e-13)
     g_full = pr.eq5_gradient(W, b, batch, s, torch.ones_like(mask))
     assert not torch.allclose(g_eq5, g_full)
+
+
+def test_prunelog_since_keeps_the_later_steps_only():
+    """Catches a filter that keeps the wrong steps or drops a field."""
+    R, m, d1 = 1, 4, 8
+    M = torch.eye(d1, dtype=torch.float64)[:, :3][None]
+    p = pr.Pruner(0.25, "oracle", oracle=torch.tensor([[False, True, False, False]]))
+    for t in range(6):
+        p(t, torch.randn(R, m, d1, generator=gen(t), dtype=torch.float64), M)
+    late = p.log.since(4)
+    assert late.steps.tolist() == [4, 5]
+    assert late.ids.shape == (2, 1, 1) and late.dominant.shape == late.cos2.shape == late.norm.shape == (2, 1, 1)
+    assert torch.equal(late.times_pruned(m), torch.tensor([[0, 2, 0, 0]]))

@@ -47,27 +47,27 @@ def pruned_count(m: int, alpha: float) -> int:
     return int(math.floor(alpha * m + 1e-9))
 
 
+def _mask_first(order_key: torch.Tensor, alpha: float) -> torch.Tensor:
+    """``(R, m)`` mask, 0 at the ``floor(alpha m)`` neurons of each run that come first when sorted by
+    ``order_key`` ascending (ties broken by index), 1 elsewhere."""
+    R, m = order_key.shape
+    mask = torch.ones(R, m, dtype=order_key.dtype, device=order_key.device)
+    k = pruned_count(m, alpha)
+    if k:
+        mask.scatter_(1, order_key.argsort(dim=-1, stable=True)[:, :k], 0.0)
+    return mask
+
+
 def magnitude_mask(W: torch.Tensor, alpha: float) -> torch.Tensor:
     """Algorithm 1 line 4: ``(R, m)`` mask, 0 at the ``floor(alpha m)`` neurons of smallest ``||w_i||`` of
     each run, 1 elsewhere (ties broken by index)."""
-    R, m, _ = W.shape
-    k = pruned_count(m, alpha)
-    mask = torch.ones(R, m, dtype=W.dtype, device=W.device)
-    if k:
-        idx = W.norm(dim=-1).argsort(dim=-1, stable=True)[:, :k]
-        mask.scatter_(1, idx, 0.0)
-    return mask
+    return _mask_first(W.norm(dim=-1), alpha)
 
 
 def minority_mask(W: torch.Tensor, M: torch.Tensor, alpha: float, n_maj: int) -> torch.Tensor:
-    """``(R, m)`` mask, 0 at the ``floor(alpha m)`` neurons with the largest ``sum_{j >= n_maj} cos^2(w_i, M_j)``."""
-    R, m, _ = W.shape
-    k = pruned_count(m, alpha)
-    mask = torch.ones(R, m, dtype=W.dtype, device=W.device)
-    if k:
-        score = (cmodel.cosines(W, M)[..., n_maj:] ** 2).sum(-1)
-        mask.scatter_(1, score.argsort(dim=-1, descending=True, stable=True)[:, :k], 0.0)
-    return mask
+    """``(R, m)`` mask, 0 at the ``floor(alpha m)`` neurons with the largest ``sum_{j >= n_maj} cos^2(w_i, M_j)``
+    (ties broken by index)."""
+    return _mask_first(-(cmodel.cosines(W, M)[..., n_maj:] ** 2).sum(-1), alpha)
 
 
 def dominant_features(W: torch.Tensor, M: torch.Tensor):
@@ -125,17 +125,12 @@ class PruneLog:
             self.steps = torch.tensor(self.steps)
         return self
 
-    @classmethod
-    def cat(cls, logs: list["PruneLog"]) -> "PruneLog":
-        """The logs of consecutive chunks of runs (same steps, same ``k``), joined along the run dimension."""
-        logs = [g.stack() for g in logs]
-        k = max(g.ids.shape[-1] for g in logs)
-        out = cls()
-        out.steps = logs[0].steps
-        for name, fill in (("ids", -1), ("dominant", -1), ("cos2", float("nan")), ("norm", float("nan"))):
-            parts = [torch.nn.functional.pad(getattr(g, name), (0, k - g.ids.shape[-1]), value=fill) for g in logs]
-            setattr(out, name, torch.cat(parts, dim=1))
-        return out
+    def since(self, step: int) -> "PruneLog":
+        """The entries of the steps ``>= step``, as a new (stacked) log."""
+        self.stack()
+        keep = self.steps >= step
+        return PruneLog(steps=self.steps[keep], ids=self.ids[keep], dominant=self.dominant[keep],
+                        cos2=self.cos2[keep], norm=self.norm[keep])
 
     def categories(self, n_maj: int, threshold: float = 0.25) -> dict:
         """Per run, the fraction of pruned neuron-steps that were a minority specialist, a majority
