@@ -45,6 +45,14 @@ BIAS = {
 }
 
 
+EVAL = {  # the evaluations of [001] Experiments 3-4, and how many runs train at once
+    "test_pairs": Int(10, 10_000_000, doc="test pairs (5000 in [001] Exps 3-4)"),
+    "train_pairs": Int(10, 10_000_000, doc="training pairs of the regression head (1000 in [001] Exp 4)"),
+    "reg_target": Choice(("mean", "support"), doc="Experiment 4 target (unstated): signed mean latent code, or feature indicators"),
+    "chunk": Int(1, 1_000_000, doc="runs trained at once (memory)"),
+}
+
+
 def _check(p):
     if p["n_maj"] >= p["d"]:
         return f"parameter 'n_maj' = {p['n_maj']} is not allowed: expected n_maj < d = {p['d']}"
@@ -145,10 +153,7 @@ STAGE3 = register_chapter(Chapter(
             "sweep_nsr": ListOf(Float(0, 1000), doc="NSR values of Experiments 1-2"),
             "exp34_eps": ListOf(Float(0, 100, low_open=True), min_len=2, doc="eps_min values of Experiments 3-4 (Figs 4-5)"),
             "exp34_nsr": ListOf(Float(0, 1000), doc="NSR values of Experiments 3-4"),
-            "test_pairs": Int(10, 10_000_000, doc="test pairs (5000 in [001] Exps 3-4)"),
-            "train_pairs": Int(10, 10_000_000, doc="training pairs of the regression head (1000 in [001] Exp 4)"),
-            "reg_target": Choice(("mean", "support"), doc="Experiment 4 target (unstated): signed mean latent code, or feature indicators"),
-            "chunk": Int(1, 1_000_000, doc="runs trained at once (memory)")},
+            **EVAL},
     presets={
         "smoke": dict(_DATA, **_TRAIN, c_b=0.3, t1_rule="mean", d1=128, steps=500, repeats=1,
                       sweep_eps=[0.1, 0.5, 1.0], sweep_nsr=[0.45], exp34_eps=[0.05, 0.5], exp34_nsr=[1.25],
@@ -179,9 +184,8 @@ PRUNING = register_chapter(Chapter(
             "sweep_nsr": ListOf(Float(0, 1000), doc="NSR values of Figs 2-5 with and without pruning"),
             "test_pairs": Int(10, 10_000_000, doc="test pairs (5000 in [001] Exps 3-4)"),
             "train_pairs": Int(10, 10_000_000, doc="training pairs of the regression head (1000 in [001] Exp 4)"),
-            "reg_target": Choice(("mean", "support"), doc="Experiment 4 target (unstated): signed mean latent code, or feature indicators"),
             "m_grid": ListOf(Int(2, 100_000), min_len=1, doc="widths m of the 'what does Algorithm 1 prune' sweep"),
-            "chunk": Int(1, 1_000_000, doc="runs trained at once (memory)")},
+            **EVAL},
     presets={
         "smoke": dict(_DATA, **_TRAIN, c_b=0.3, t1_rule="mean", d1=128, steps=500, repeats=1, alpha=0.1, every=1,
                       warm_steps=600, window=150, accel_eps=[0.3, 0.5], mech_batches=6, sweep_eps=[0.1, 0.5, 1.0],
