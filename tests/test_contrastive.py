@@ -223,3 +223,21 @@ def test_regression_targets():
     z = torch.tensor([[[[0.5, 0.0], [1.0, 0.0]]]], dtype=torch.float64)  # (R=1, N=1, L=2, d=2)
     assert cmet.regression_target(z, "mean").tolist() == [[[0.75, 0.0]]]
     assert cmet.regression_target(z, "support").tolist() == [[[1.0, 0.0]]]
+
+
+def test_by_config_groups_repeats_by_config_index():
+    """Catches a grouping that ignores the config index or averages over the wrong axis."""
+    _, _, cidx = cd.run_grid([0.1, 0.5], [0.45, 1.25], 3)                 # 4 configs x 3 repeats
+    values = torch.arange(12, dtype=torch.float64)
+    mu, sd = cmet.by_config(values, cidx, 4)
+    assert mu.tolist() == [1.0, 4.0, 7.0, 10.0] and torch.allclose(sd, torch.ones(4, dtype=torch.float64))
+    mu1, sd1 = cmet.by_config(torch.tensor([2.0, 5.0]), torch.tensor([1, 0]), 2)
+    assert mu1.tolist() == [5.0, 2.0] and sd1.tolist() == [0.0, 0.0]
+
+
+def test_minority_alignment_uses_the_minority_columns():
+    """Catches Figures 2-3 statistics taken over the majority columns, or without the absolute value."""
+    C = torch.zeros(1, 3, 4, dtype=torch.float64)
+    C[0, 0, 2], C[0, 1, 3], C[0, 2, 3], C[0, 2, 0] = -0.9, 0.2, 0.5, 1.0
+    n03, cmax = cmet.minority_alignment(C, n_maj=2)
+    assert n03.tolist() == [1.0] and cmax.tolist() == [0.7]

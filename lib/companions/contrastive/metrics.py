@@ -38,6 +38,20 @@ def max_alignment(C: torch.Tensor) -> torch.Tensor:
     return C.abs().max(-2).values
 
 
+def minority_alignment(C: torch.Tensor, n_maj: int):
+    """Figures 2-3 per run, averaged over the minority features (columns ``n_maj..d-1`` of the cosines
+    ``C``, ``(R, m, d)``): ``(mean n_aligned (R,), mean max_alignment (R,))``."""
+    Cs = C[..., n_maj:].abs()
+    return n_aligned(Cs).double().mean(-1), max_alignment(Cs).mean(-1)
+
+
+def by_config(values: torch.Tensor, config_index: torch.Tensor, n_configs: int):
+    """Mean and standard deviation over the repeats of each configuration of a sweep (``data.run_grid``'s
+    ``config_index``): two ``(n_configs,)`` tensors; the deviation is 0 with a single repeat."""
+    v = torch.stack([values[config_index == c] for c in range(n_configs)])   # (configs, repeats)
+    return v.mean(-1), v.std(-1) if v.shape[-1] > 1 else torch.zeros(n_configs, dtype=v.dtype)
+
+
 def pure_neurons(C2: torch.Tensor, hi: float = 0.5, lo: float = 0.1) -> torch.Tensor:
     """``(R, m, d)`` boolean: neuron ``i`` is an empirical pure neuron of feature ``j``."""
     top = C2 >= hi
