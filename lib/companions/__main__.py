@@ -1,7 +1,7 @@
-"""``python -m companions``: see :mod:`companions.cli`."""
+"""``python -m companions``: see :mod:`companions.book.cli`."""
 
 import sys
 
-from companions.cli import main
+from companions.book.cli import main
 
 sys.exit(main())

@@ -8,15 +8,19 @@ kind            meaning                                status
 ==============  =====================================  ======================
 identity        exact (symbolic or to round-off)       holds / fails
 bound           an inequality checked numerically      holds / fails
-prediction      a rate, shape or ordering              holds / fails
-reproduction    a number the source reports, beside    reproduced / differs
-                ours
-erratum         a statement of the source shown wrong  reproduced / differs
+prediction      a rate, shape or ordering              holds / fails, or (decided
+                                                       with uncertainty) reproduced /
+                                                       differs / inconclusive
+reproduction    a number the source reports, beside    reproduced / differs /
+                ours                                   inconclusive
+erratum         a statement of the source shown wrong  reproduced / differs /
+                                                       inconclusive
 ==============  =====================================  ======================
 
 A check that ``fails`` makes :meth:`Ledger.finish` raise :class:`ClaimFailed` after the ledger is
 written, so a notebook (and the book build, and the tests) stop at its end. ``differs`` is a
-finding, not a failure.
+finding, not a failure; ``inconclusive`` says the run was too small to decide (its note names the
+scale that would), and is counted apart.
 """
 
 from __future__ import annotations
@@ -31,8 +35,10 @@ from pathlib import Path
 from typing import Any, Iterable
 
 CHECK_KINDS = ("identity", "bound", "prediction")
-COMPARE_KINDS = ("reproduction", "erratum")
-KINDS = CHECK_KINDS + COMPARE_KINDS
+COMPARE_KINDS = ("prediction", "reproduction", "erratum")
+KINDS = ("identity", "bound", "prediction", "reproduction", "erratum")
+#: Every status a claim can have, in the order the book's tables list them.
+STATUSES = ("holds", "reproduced", "differs", "inconclusive", "fails")
 LEDGER_ENV = "BOOK_LEDGER_DIR"
 
 
@@ -124,12 +130,20 @@ class Ledger:
         return self.check(id, source, kind, float(observed) <= float(bound), f"<= {_plain(float(bound))}",
                           observed, None, note)
 
-    def compare(self, id: str, source: str, expected: Any, observed: Any, agrees: bool,
+    def compare(self, id: str, source: str, expected: Any, observed: Any, agrees: bool | None,
                 kind: str = "reproduction", tolerance: Any = None, note: str = "") -> dict:
-        """A number (or statement) of the source beside ours: ``reproduced`` or ``differs``."""
+        """A number (or statement) of the source beside ours: ``reproduced`` or ``differs``;
+        ``agrees=None`` records ``inconclusive`` (the run cannot decide; say in ``note`` what
+        scale would)."""
         if kind not in COMPARE_KINDS:
             raise ValueError(f"compare kind must be one of {COMPARE_KINDS}, not {kind!r}")
-        return self._add(dict(id=id, source=source, kind=kind, status="reproduced" if bool(agrees) else "differs",
+        if agrees is None:
+            status = "inconclusive"
+            if not note.strip():
+                raise ValueError(f"claim {id!r} is inconclusive: its note must name the scale that would decide it")
+        else:
+            status = "reproduced" if bool(agrees) else "differs"
+        return self._add(dict(id=id, source=source, kind=kind, status=status,
                               expected=expected, observed=observed, tolerance=tolerance, note=note))
 
     # -- output ------------------------------------------------------------------------------
@@ -207,14 +221,14 @@ def load(ledger_dir: str | os.PathLike | None = None) -> list[dict]:
 
 def gathered(ledgers: list[dict]) -> tuple[str, str]:
     """(summary table per chapter, table of every claim) for the book's ledger page and the CLI."""
-    summary = ["| chapter | scale | device | seed | wall s | claims | holds | reproduced | differs | fails |",
-               "|---|---|---|---|---|---|---|---|---|---|"]
+    summary = ["| chapter | scale | device | seed | wall s | claims | " + " | ".join(STATUSES) + " |",
+               "|---|---|---|---|---|---|" + "---|" * len(STATUSES)]
     every = []
     for led in ledgers:
-        counts = {s: sum(c["status"] == s for c in led["claims"]) for s in ("holds", "reproduced", "differs", "fails")}
+        counts = [sum(c["status"] == s for c in led["claims"]) for s in STATUSES]
         summary.append(f"| {led['chapter']} | {led['scale']} | {led['device']} | {led['seed']} | "
-                       f"{led['wall_seconds']:.1f} | {len(led['claims'])} | {counts['holds']} | "
-                       f"{counts['reproduced']} | {counts['differs']} | {counts['fails']} |")
+                       f"{led['wall_seconds']:.1f} | {len(led['claims'])} | "
+                       + " | ".join(str(n) for n in counts) + " |")
         every += [{"chapter": led["chapter"], **c} for c in led["claims"]]
     return "\n".join(summary), claims_table(every, chapter_column=True)
 

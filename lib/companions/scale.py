@@ -1,10 +1,12 @@
 """Scale presets and parameter validation for every chapter.
 
-A topic module declares its chapters with :func:`register_chapter`; the core discovers them by
-importing every module of the package (:func:`chapters`), so adding a chapter never edits a
-central table. A chapter resolves its parameters with :func:`preset`, which merges the preset of
-the requested scale with the reader's overrides and validates every value: a bad value raises a
-``ValueError`` that names the parameter, its value and what is allowed.
+Each topic subpackage declares its chapters in its ``chapters`` module with
+:func:`register_chapter`; :func:`chapters` imports ``companions.<topic>.chapters`` for every topic
+in :data:`TOPICS`, an explicit list, and nothing else (never the book's machinery).
+
+A chapter resolves its parameters with :func:`preset`, which merges the preset of the requested
+scale with the reader's overrides and validates every value: a bad value raises a ``ValueError``
+that names the parameter, its value and what is allowed.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ from __future__ import annotations
 import importlib
 import numbers
 import os
-import pkgutil
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Mapping, Sequence
@@ -169,19 +170,19 @@ def register_chapter(chapter: Chapter) -> Chapter:
     return chapter
 
 
+#: The topic subpackages, in the order of the book's parts. Discovery imports
+#: ``companions.<topic>.chapters`` for each of them, and nothing else.
+TOPICS = ("emergence", "fourier", "looped", "contrastive")
+
 _DISCOVERED = False
 
 
 def chapters() -> dict[str, Chapter]:
-    """All chapters declared anywhere in the package, by id (imports every submodule once)."""
+    """All chapters declared by the topics of :data:`TOPICS`, by id (imported once)."""
     global _DISCOVERED
     if not _DISCOVERED:
-        import companions
-
-        for info in pkgutil.walk_packages(companions.__path__, prefix="companions."):
-            if info.name.rsplit(".", 1)[-1].startswith("_") or info.name == "companions.cli":
-                continue
-            importlib.import_module(info.name)
+        for topic in TOPICS:
+            importlib.import_module(f"companions.{topic}.chapters")
         _DISCOVERED = True
     return dict(sorted(_REGISTRY.items()))
 

@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Iterable
 
 import nbformat
-import sympy as sp
 
 #: Fenced MyST directives: ```{name} args ... ``` or :::{name} args ... ::: (any fence length >= 3).
 _FENCE_OPEN = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>[\w:-]+)\}[ \t]*(?P<args>.*)$")
@@ -391,48 +390,6 @@ def grade(autograder: str | Path, submission: str | Path, out_dir: str | Path | 
         possible[test["name"]] = float(test["max_score"])
         outputs[test["name"]] = test.get("output", "")
     return Grade(scores, possible, outputs)
-
-
-# -- answers compared by meaning, not form ---------------------------------------------------------
-def same_expression(answer, expected, samples: int = 5, tolerance: float = 1e-9) -> bool:
-    """Whether a student's sympy expression equals ``expected``: symbols are matched by name
-    (so ``Symbol('kappa')`` and ``Symbol('kappa', positive=True)`` are the same), then the difference
-    is simplified; if sympy cannot decide, it is evaluated at random points in [1.5, 3.5] (where a
-    symbol that cancels, as in ``p*x/p``, cannot change the value)."""
-    try:
-        answer = sp.sympify(answer)
-    except (sp.SympifyError, TypeError):
-        return False
-    expected = sp.sympify(expected)
-    by_name = {s.name: s for s in expected.free_symbols}
-    answer = answer.subs({s: by_name[s.name] for s in answer.free_symbols if s.name in by_name})
-    difference = sp.simplify(answer - expected)
-    if difference == 0:
-        return True
-    import random
-    rng = random.Random(0)
-    # A symbol the expected form lacks may still cancel (p/p); evaluate at random points to decide.
-    symbols = sorted(difference.free_symbols | expected.free_symbols, key=lambda s: s.name)
-    for _ in range(samples):
-        point = {s: sp.Float(rng.uniform(1.5, 3.5)) for s in symbols}
-        try:
-            value = complex(sp.N(difference.subs(point)))
-            scale = abs(complex(sp.N(expected.subs(point))))
-        except (TypeError, ValueError):
-            return False
-        if not abs(value) <= tolerance * max(1.0, scale):
-            return False
-    return True
-
-
-def close_to(answer, expected: float, relative: float = 0.0, absolute: float = 0.0) -> bool:
-    """Whether a numerical answer is within the tolerance the question states:
-    ``|answer - expected| <= absolute + relative * |expected|``. Non-numbers are wrong."""
-    try:
-        value = float(answer)
-    except (TypeError, ValueError):
-        return False
-    return abs(value - expected) <= absolute + relative * abs(expected)
 
 
 def chapters_with_questions(sources: Iterable[tuple[str, Path]]) -> dict[str, list[Question]]:

@@ -1,4 +1,4 @@
-"""Graded assignments (companions.assign, the CLI's assign/grade/student-edition).
+"""Graded assignments (companions.book.assign, the CLI's assign/grade/student-edition).
 
 The unit tests build masters from small synthetic chapters; the chapter tests build every chapter's
 assignment with otter and grade three submissions: the solution (full marks), the blank student
@@ -15,8 +15,8 @@ import nbformat
 import pytest
 import sympy as sp
 
-from companions import assign, cli
-from test_chapters import CHAPTER_IDS, _notebook
+from companions.book import assign, cli
+from tests.book.test_chapters import CHAPTER_IDS, _notebook
 
 HEADER = textwrap.dedent("""\
     ---

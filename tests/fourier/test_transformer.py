@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from companions import fourier_transformer as ft
+from companions.fourier import transformer as ft
 
 
 def test_top_power_fraction_on_known_matrices():

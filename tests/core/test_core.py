@@ -386,7 +386,8 @@ def _claim(id, status, kind="identity"):
 def test_gathered_counts(tmp_path):
     ledgers = [
         {"chapter": "b-chapter", "scale": "smoke", "seed": 0, "device": "cpu", "wall_seconds": 2.0,
-         "claims": [_claim("x", "holds"), _claim("y", "fails"), _claim("z", "differs", "reproduction")]},
+         "claims": [_claim("x", "holds"), _claim("y", "fails"), _claim("z", "differs", "reproduction"),
+                    _claim("q", "inconclusive", "prediction")]},
         {"chapter": "a-chapter", "scale": "paper", "seed": 1, "device": "cuda", "wall_seconds": 1.5,
          "claims": [_claim("u", "holds"), _claim("v", "holds"), _claim("w", "reproduced", "reproduction")]},
     ]
@@ -398,11 +399,11 @@ def test_gathered_counts(tmp_path):
     summary, every = L.gathered(loaded)
     rows = [r for r in summary.splitlines() if r.startswith("| a-chapter") or r.startswith("| b-chapter")]
     cells = [[c.strip() for c in r.strip("|").split("|")] for r in rows]
-    # chapter | scale | device | seed | wall s | claims | holds | reproduced | differs | fails
-    assert cells[0] == ["a-chapter", "paper", "cuda", "1", "1.5", "3", "2", "1", "0", "0"]
-    assert cells[1] == ["b-chapter", "smoke", "cpu", "0", "2.0", "3", "1", "0", "1", "1"]
+    # chapter | scale | device | seed | wall s | claims | holds | reproduced | differs | inconclusive | fails
+    assert cells[0] == ["a-chapter", "paper", "cuda", "1", "1.5", "3", "2", "1", "0", "0", "0"]
+    assert cells[1] == ["b-chapter", "smoke", "cpu", "0", "2.0", "4", "1", "0", "1", "1", "1"]
     claim_rows = [r for r in every.splitlines() if r.startswith("| a-chapter") or r.startswith("| b-chapter")]
-    assert len(claim_rows) == 6
+    assert len(claim_rows) == 7
     assert any(r.startswith("| b-chapter | y |") and "**fails**" in r for r in claim_rows)
 
 
@@ -527,3 +528,13 @@ def test_fit_bad_arguments_are_named(kwargs, name):
     with pytest.raises(ValueError, match=name):
         T.fit(loss, [w], progress=False, **kwargs)
     assert w.detach().tolist() == [3.0, 3.0]  # nothing was trained
+
+
+def test_compare_records_inconclusive_only_with_a_note(led):
+    claim = led.compare("undecided", "Figure 1", 1.0, 1.1, agrees=None, kind="prediction",
+                        note="two seeds cannot separate the arms; 16 would")
+    assert claim["status"] == "inconclusive" and claim["kind"] == "prediction"
+    with pytest.raises(ValueError, match="inconclusive"):
+        led.compare("silent", "Figure 1", 1.0, 1.1, agrees=None)
+    assert led.compare("no", "Figure 1", 1.0, 2.0, agrees=np.False_)["status"] == "differs"
+    assert led.compare("yes", "Figure 1", 1.0, 1.0, agrees=np.True_)["status"] == "reproduced"

@@ -1,4 +1,4 @@
-"""The book's Sphinx extensions (``companions.sphinx_ledger``, ``companions.sphinx_reader``), on a
+"""The book's Sphinx extensions (``companions.book.sphinx_ledger``, ``companions.book.sphinx_reader``), on a
 small Sphinx project built in a temporary folder: no chapter is executed here; a ``source-read``
 hook stands in for myst-nb's execution and writes the chapter's ledger while the page is read."""
 
@@ -15,8 +15,8 @@ from types import SimpleNamespace
 import nbformat
 import pytest
 
-from companions import sphinx_ledger as SL
-from companions import sphinx_reader as SR
+from companions.book import sphinx_ledger as SL
+from companions.book import sphinx_reader as SR
 
 CHAPTER_DOC = "book/part/chap"
 CHAPTER_ID = "chap-demo"
@@ -62,7 +62,7 @@ ledger
 """
 
 CONF = """
-extensions = ["myst_nb", "companions.sphinx_ledger", "companions.sphinx_reader"]
+extensions = ["myst_nb", "companions.book.sphinx_ledger", "companions.book.sphinx_reader"]
 nb_execution_mode = "off"
 myst_enable_extensions = ["dollarmath"]
 root_doc = "book/intro"

@@ -15,59 +15,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from companions.fourier import dataset, is_odd_prime
-from companions.scale import Chapter, Float, Int, ListOf, register_chapter
-
-
-def _check(params):
-    if not is_odd_prime(params["p"]):
-        return f"parameter 'p' = {params['p']} is not allowed: the source needs an odd prime p > 2"
-    if len(params["grok_p"]) != len(params["grok_k"]):
-        return (f"parameters 'grok_p' = {list(params['grok_p'])} and 'grok_k' = {list(params['grok_k'])} are not allowed "
-                "together: they pair up, so they need the same length")
-    for i, q in enumerate(params["grok_p"]):
-        if not is_odd_prime(q):
-            return f"parameter 'grok_p[{i}]' = {q} is not allowed: expected an odd prime"
-    return None
-
-
-CHAPTER = register_chapter(Chapter(
-    id="fourier-transformer",
-    title="Transformers on k-input modular addition: Fourier attention and grokking",
-    notebook="book/fourier/transformer.md",
-    params={
-        "p": Int(3, 199, doc="modulus of the Figure 4.3 run"),
-        "k": Int(2, 8, doc="number of inputs of the Figure 4.3 run"),
-        "layers": Int(1, 8, doc="transformer layers of the Figure 4.3 run (the source: one)"),
-        "grok_layers": Int(1, 8, doc="transformer layers of the grokking runs (Figure 4.4 says two)"),
-        "d_model": Int(8, 4096, doc="hidden dimension"),
-        "heads": Int(1, 512, doc="attention heads per layer"),
-        "d_head": Int(1, 1024, doc="dimension of each head's queries, keys and values"),
-        "d_mlp": Int(1, 16384, doc="MLP width"),
-        "steps": Int(1, 10**7, doc="AdamW steps of the Figure 4.3 run"),
-        "grok_steps": Int(1, 10**7, doc="AdamW steps of each grokking run"),
-        "lr": Float(0, 1, low_open=True, doc="AdamW learning rate"),
-        "weight_decay": Float(0, 100, doc="AdamW weight decay"),
-        "batch": Int(0, 10**8, doc="minibatch size; 0 = full batch on the training split"),
-        "train_fraction": Float(0, 1, low_open=True, high_open=True, doc="fraction of the p^k inputs used for training"),
-        "grok_p": ListOf(Int(3, 199), doc="moduli of the grokking runs (paired with grok_k)"),
-        "grok_k": ListOf(Int(2, 8), doc="numbers of inputs of the grokking runs"),
-        "grok_seeds": Int(1, 16, doc="seeds per grokking run"),
-        "log_every": Int(1, 10**6, doc="steps between evaluations"),
-    },
-    presets={
-        "smoke": dict(p=11, k=3, layers=1, grok_layers=1, d_model=32, heads=4, d_head=8, d_mlp=64, steps=300, grok_steps=200,
-                      lr=3e-3, weight_decay=1.0, batch=0, train_fraction=0.5, grok_p=[11, 5], grok_k=[2, 3], grok_seeds=1,
-                      log_every=25),
-        "default": dict(p=11, k=3, layers=1, grok_layers=1, d_model=64, heads=4, d_head=16, d_mlp=256, steps=1000,
-                        grok_steps=800, lr=3e-3, weight_decay=1.0, batch=0, train_fraction=0.5, grok_p=[37, 11, 5],
-                        grok_k=[2, 3, 4], grok_seeds=1, log_every=50),
-        "paper": dict(p=31, k=4, layers=1, grok_layers=2, d_model=128, heads=160, d_head=32, d_mlp=512, steps=20000,
-                      grok_steps=20000, lr=1e-3, weight_decay=1e-3, batch=1024, train_fraction=0.5, grok_p=[97, 31, 11, 5],
-                      grok_k=[2, 3, 4, 5], grok_seeds=3, log_every=250),
-    },
-    checks=(_check,),
-))
+from companions.fourier.network import dataset
 
 
 class Block(nn.Module):

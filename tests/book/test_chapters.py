@@ -22,10 +22,10 @@ import yaml
 from papermill.exceptions import PapermillExecutionError
 
 import companions
-from companions.cli import ChapterExecutionError, execute_chapter
+from companions.book.cli import ChapterExecutionError, execute_chapter
 from companions.ledger import CHECK_KINDS, COMPARE_KINDS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PAGES = {"book/intro", "book/ledger"}  # toc entries that are not chapters
 LEDGER_PAGE = ROOT / "book" / "ledger.md"
 SMOKE_SECONDS = 60

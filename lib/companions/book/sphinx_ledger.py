@@ -8,7 +8,7 @@
    read from ``<ledger dir>/<chapter>.json``, which the chapter wrote while the book executed it
    (myst-nb runs the notebook in the read phase, just before ``doctree-read``). A ledger missing or
    older than that execution is a warning (an error under ``-W``): the banner would misreport.
-   With :mod:`companions.sphinx_reader` loaded, the banner also links the chapter's notebook and
+   With :mod:`companions.book.sphinx_reader` loaded, the banner also links the chapter's notebook and
    its Colab and Binder launches.
 3. The ``ledger-summary`` directive (used by the introduction) renders one row per chapter of the
    book with its scale, device and claim counts, filled in after every chapter has run; a page that
@@ -28,8 +28,9 @@ from docutils import nodes
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
+from companions.ledger import STATUSES
+
 LEDGER_DOC = "book/ledger"
-STATUSES = ("holds", "reproduced", "differs", "fails")
 SCALE_MEANING = {
     "smoke": "the test scale: tiny sizes, a quick check, its numbers are rough",
     "default": "the book's scale: small sizes that run on a laptop CPU",
@@ -199,8 +200,8 @@ def banner_nodes(app, docname: str, chapter_id: str, led: dict | None) -> nodes.
     para += nodes.Text(").")
     box += para
 
-    if getattr(app.builder, "format", "") == "html" and "companions.sphinx_reader" in app.extensions:
-        from companions import sphinx_reader
+    if getattr(app.builder, "format", "") == "html" and "companions.book.sphinx_reader" in app.extensions:
+        from companions.book import sphinx_reader
 
         links = sphinx_reader.notebook_links(app, docname)
         if links:

@@ -130,7 +130,7 @@ def write_notebooks(app) -> list[Path]:
     """Write ``_notebooks/<docname>.ipynb`` for every chapter page of the build."""
     import nbformat
 
-    from companions.sphinx_ledger import chapter_docs
+    from companions.book.sphinx_ledger import chapter_docs
 
     repo = repository(app)
     written = []
@@ -141,7 +141,7 @@ def write_notebooks(app) -> list[Path]:
         target.parent.mkdir(parents=True, exist_ok=True)
         nb = chapter_notebook(app.env.doc2path(docname), repo[0] if repo else None)
         if getattr(app.config, "companions_student_edition", False):  # the student edition offers no solutions
-            from companions.assign import strip_solutions
+            from companions.book.assign import strip_solutions
 
             nb = strip_solutions(nb)
         nbformat.write(nb, str(target))
@@ -187,7 +187,7 @@ def notebook_links(app, docname: str) -> list[tuple[str, str]]:
 
 
 def _fix_launch_buttons(app, pagename, templatename, context, doctree):
-    from companions.sphinx_ledger import chapter_docs
+    from companions.book.sphinx_ledger import chapter_docs
 
     is_chapter = pagename in chapter_docs()
     for group in context.get("header_buttons", []):

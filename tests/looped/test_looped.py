@@ -6,12 +6,12 @@ import pytest
 import sympy as sp
 import torch
 
-from companions import looped as lt
+from companions.looped import construction as lc, experiments as lx, symbolic as lsym, theory as lth, training as ltr
 
 
 @pytest.fixture
 def prompts():
-    X, theta, y = lt.sample_prompts(5, 12, 3, torch.Generator().manual_seed(0))
+    X, theta, y = lc.sample_prompts(5, 12, 3, torch.Generator().manual_seed(0))
     return X, theta, y
 
 
@@ -20,12 +20,12 @@ def test_sample_prompts_shapes_sphere_and_labels(prompts):
     assert X.shape == (5, 12, 3) and theta.shape == (5, 3) and y.shape == (5, 12)
     assert torch.allclose(theta.norm(dim=-1), torch.ones(5, dtype=torch.float64))
     assert torch.allclose(y, (X @ theta.unsqueeze(-1)).squeeze(-1))
-    again = lt.sample_prompts(5, 12, 3, torch.Generator().manual_seed(0))
+    again = lc.sample_prompts(5, 12, 3, torch.Generator().manual_seed(0))
     assert torch.equal(again[0], X)
 
 
 def test_mask_has_only_last_row_without_its_diagonal():
-    M = lt.causal_mask(3)
+    M = lc.causal_mask(3)
     expected = torch.zeros(4, 4, dtype=torch.float64)
     expected[3, :3] = 1
     assert torch.equal(M, expected)
@@ -34,7 +34,7 @@ def test_mask_has_only_last_row_without_its_diagonal():
 def test_input_matrix_layout(prompts):
     X, theta, y = prompts
     q0 = torch.arange(3, dtype=torch.float64).expand(5, 3)
-    Z = lt.input_matrix(X, y, 2.5, q0)
+    Z = lc.input_matrix(X, y, 2.5, q0)
     assert Z.shape == (5, 13, 4)
     assert torch.equal(Z[:, :12, :3], X) and torch.equal(Z[:, :12, 3], y)
     assert torch.equal(Z[:, 12, :3], q0) and torch.all(Z[:, 12, 3] == 2.5)
@@ -44,8 +44,8 @@ def test_lemma_8_13_numerically(prompts):
     X, theta, y = prompts
     q0 = torch.randn(5, 3, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
     alpha = -0.7
-    Q, P = lt.construction_weights(3)
-    out = lt.linear_attention(lt.input_matrix(X, y, alpha, q0), Q, P)
+    Q, P = lc.construction_weights(3)
+    out = lc.linear_attention(lc.input_matrix(X, y, alpha, q0), Q, P)
     expected_last = (q0.unsqueeze(-2) @ X.transpose(-1, -2) @ X).squeeze(-2) + alpha * (y.unsqueeze(-2) @ X).squeeze(-2)
     assert torch.allclose(out[:, 12, :3], expected_last)
     assert torch.all(out[:, :12] == 0) and torch.all(out[:, 12, 3] == 0)
@@ -55,8 +55,8 @@ def test_last_row_attention_equals_masked_for_random_weights(prompts):
     X, theta, y = prompts
     g = torch.Generator().manual_seed(2)
     Q, P = torch.randn(4, 4, generator=g, dtype=torch.float64), torch.randn(4, 4, generator=g, dtype=torch.float64)
-    Z = lt.input_matrix(X, y, 1.3, torch.randn(5, 3, generator=g, dtype=torch.float64))
-    assert torch.allclose(lt.linear_attention(Z, Q, P), lt.linear_attention_last_row(Z, Q, P), atol=1e-12)
+    Z = lc.input_matrix(X, y, 1.3, torch.randn(5, 3, generator=g, dtype=torch.float64))
+    assert torch.allclose(lc.linear_attention(Z, Q, P), lc.linear_attention_last_row(Z, Q, P), atol=1e-12)
 
 
 def test_theorem_8_14_transformer_is_gd_with_varying_steps(prompts):
@@ -64,89 +64,89 @@ def test_theorem_8_14_transformer_is_gd_with_varying_steps(prompts):
     alpha = 1.7
     q0 = torch.randn(5, 3, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
     etas = torch.tensor([0.01, 0.02, 0.005, 0.03], dtype=torch.float64)
-    Q, P = lt.construction_weights(3)
-    outs, Z = lt.looped_transformer(lt.input_matrix(X, y, alpha, q0), Q, P, etas, trajectory=True)
-    thetas = lt.gradient_descent(X, y, etas, theta0=-q0 / alpha)
+    Q, P = lc.construction_weights(3)
+    outs, Z = lc.looped_transformer(lc.input_matrix(X, y, alpha, q0), Q, P, etas, trajectory=True)
+    thetas = lc.gradient_descent(X, y, etas, theta0=-q0 / alpha)
     assert outs.shape == (5, 5, 3)
     assert torch.allclose(outs / alpha, thetas, atol=1e-12)
-    assert torch.equal(Z[:, :12], lt.input_matrix(X, y, alpha, q0)[:, :12])  # rows 1..n never change
+    assert torch.equal(Z[:, :12], lc.input_matrix(X, y, alpha, q0)[:, :12])  # rows 1..n never change
     assert torch.all(Z[:, 12, 3] == alpha)
 
 
 def test_gradient_descent_single_step_by_hand():
     X = torch.tensor([[[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]]], dtype=torch.float64)
     y = torch.tensor([[1.0, 2.0, 0.0]], dtype=torch.float64)
-    theta1 = lt.gradient_descent(X, y, 0.1, loops=1)[1]
+    theta1 = lc.gradient_descent(X, y, 0.1, loops=1)[1]
     # grad at 0 is -X^T y = -(1, 4)
     assert torch.allclose(theta1, torch.tensor([[0.1, 0.4]], dtype=torch.float64))
 
 
 def test_step_sizes_are_validated(prompts):
     X, theta, y = prompts
-    Q, P = lt.construction_weights(3)
-    Z = lt.input_matrix(X, y, 1.0)
+    Q, P = lc.construction_weights(3)
+    Z = lc.input_matrix(X, y, 1.0)
     with pytest.raises(ValueError, match="eta"):
-        lt.looped_transformer(Z, Q, P, torch.tensor([0.1, -0.1]))
+        lc.looped_transformer(Z, Q, P, torch.tensor([0.1, -0.1]))
     with pytest.raises(ValueError, match="loops"):
-        lt.looped_transformer(Z, Q, P, 0.1)
+        lc.looped_transformer(Z, Q, P, 0.1)
     with pytest.raises(ValueError, match="loops"):
-        lt.looped_transformer(Z, Q, P, torch.tensor([0.1, 0.1]), loops=3)
+        lc.looped_transformer(Z, Q, P, torch.tensor([0.1, 0.1]), loops=3)
 
 
 def test_condition_number_and_smoothness():
     X = torch.tensor([[3.0, 0.0], [0.0, 1.0], [0.0, 0.0]], dtype=torch.float64)
-    assert float(lt.condition_number(X)) == pytest.approx(9.0)
-    assert float(lt.smoothness(X)) == pytest.approx(9.0)
-    assert math.isinf(float(lt.condition_number(torch.tensor([[1.0, 1.0]], dtype=torch.float64))))
+    assert float(lth.condition_number(X)) == pytest.approx(9.0)
+    assert float(lth.smoothness(X)) == pytest.approx(9.0)
+    assert math.isinf(float(lth.condition_number(torch.tensor([[1.0, 1.0]], dtype=torch.float64))))
 
 
 def test_exact_error_formula_matches_gd(prompts):
     X, theta, y = prompts
-    eta = 1 / lt.smoothness(X)
-    err, sq = lt.exact_error_curves(X, theta, 2.0, eta, 30)
-    thetas = lt.gradient_descent(X, y, eta.expand(30, -1))
+    eta = 1 / lth.smoothness(X)
+    err, sq = lth.exact_error_curves(X, theta, 2.0, eta, 30)
+    thetas = lc.gradient_descent(X, y, eta.expand(30, -1))
     assert torch.allclose(sq, ((thetas - theta) ** 2).sum(-1), atol=1e-13)
     assert torch.allclose(err, 2.0 * ((thetas * theta).sum(-1) - 1).abs(), atol=1e-13)
 
 
 def test_bounds_values_and_ordering():
     kappa, T = 3.0, 12
-    assert float(lt.bound_theorem_8_16(kappa, T, -2.0)) == pytest.approx(2 * math.exp(-2.0))
-    assert float(lt.bound_tight(kappa, T, 1.0)) == pytest.approx((2 / 3) ** 12)
-    assert float(lt.bound_theorem_8_25(kappa, T, 2.0)) == pytest.approx(4 * math.exp(-4.0))
-    assert lt.bound_tight(kappa, T) < lt.bound_theorem_8_25(kappa, T) < lt.bound_theorem_8_16(kappa, T)
+    assert float(lth.bound_theorem_8_16(kappa, T, -2.0)) == pytest.approx(2 * math.exp(-2.0))
+    assert float(lth.bound_tight(kappa, T, 1.0)) == pytest.approx((2 / 3) ** 12)
+    assert float(lth.bound_theorem_8_25(kappa, T, 2.0)) == pytest.approx(4 * math.exp(-4.0))
+    assert lth.bound_tight(kappa, T) < lth.bound_theorem_8_25(kappa, T) < lth.bound_theorem_8_16(kappa, T)
 
 
 def test_loops_needed():
-    assert lt.loops_needed_theorem_8_16(2.0, 1.0, 1e-6) == pytest.approx(4 * math.log(1e6))
-    assert lt.loops_needed_tight(2.0, 1.0, 1e-6) == pytest.approx(math.log(1e6) / math.log(2))
+    assert lth.loops_needed_theorem_8_16(2.0, 1.0, 1e-6) == pytest.approx(4 * math.log(1e6))
+    assert lth.loops_needed_tight(2.0, 1.0, 1e-6) == pytest.approx(math.log(1e6) / math.log(2))
 
 
 def test_gatmiry_threshold_is_tight():
     for T, d in [(1, 4), (3, 2), (5, 4)]:
-        n = lt.gatmiry_min_samples(T, d)
+        n = lth.gatmiry_min_samples(T, d)
         assert 8 * T * d**2 / math.sqrt(n) == pytest.approx(2.0 ** (-2 * T))
         assert 8 * T * d**2 / math.sqrt(n - 1) > 2.0 ** (-2 * T)
-        assert lt.gatmiry_error_bound(T, d, n) == pytest.approx(1.0)
-    assert lt.gatmiry_min_samples(5, 4) == 429_496_729_600
+        assert lth.gatmiry_error_bound(T, d, n) == pytest.approx(1.0)
+    assert lth.gatmiry_min_samples(5, 4) == 429_496_729_600
 
 
 def test_marchenko_pastur_limit():
-    assert float(lt.marchenko_pastur_kappa(0.25)) == pytest.approx(9.0)
+    assert float(lth.marchenko_pastur_kappa(0.25)) == pytest.approx(9.0)
     with pytest.raises(ValueError, match="ratio"):
-        lt.marchenko_pastur_kappa(1.0)
+        lth.marchenko_pastur_kappa(1.0)
 
 
 def test_fixed_step_rate_boundary():
     X = torch.tensor([[2.0, 0.0], [0.0, 1.0]], dtype=torch.float64)  # eigenvalues 4 and 1
-    assert float(lt.fixed_step_rate(X, 0.25)) == pytest.approx(0.75)
-    assert float(lt.fixed_step_rate(X, 0.6)) == pytest.approx(1.4)
+    assert float(lth.fixed_step_rate(X, 0.25)) == pytest.approx(0.75)
+    assert float(lth.fixed_step_rate(X, 0.6)) == pytest.approx(1.4)
 
 
 def test_null_space_error_is_gd_limit():
-    X, theta, y = lt.sample_prompts(50, 2, 5, torch.Generator().manual_seed(4))
-    limit = lt.null_space_error(X, theta, 1.5)
-    thetas = lt.gradient_descent(X, y, (1 / lt.smoothness(X)).expand(3000, -1))
+    X, theta, y = lc.sample_prompts(50, 2, 5, torch.Generator().manual_seed(4))
+    limit = lth.null_space_error(X, theta, 1.5)
+    thetas = lc.gradient_descent(X, y, (1 / lth.smoothness(X)).expand(3000, -1))
     err = 1.5 * ((thetas[-1] * theta).sum(-1) - 1).abs()
     eig = torch.linalg.eigvalsh(X @ X.transpose(-1, -2))  # nonzero eigenvalues of X^T X
     well_conditioned = eig[:, -1] / eig[:, 0] < 100  # (1 - 1/100)^3000 < 1e-13
@@ -155,9 +155,9 @@ def test_null_space_error_is_gd_limit():
 
 
 def test_symbolic_lemma_and_theorem():
-    lemma = lt.symbolic_lemma_8_13(3, 2)
+    lemma = lsym.symbolic_lemma_8_13(3, 2)
     assert lemma["lemma"].is_zero_matrix and lemma["corner"] == 0
-    thm = lt.symbolic_theorem_8_14(2, 1, 2)
+    thm = lsym.symbolic_theorem_8_14(2, 1, 2)
     assert thm["tf_minus_gd"].is_zero_matrix
     assert thm["rows_changed"].is_zero_matrix and thm["alpha_changed"] == 0
     assert thm["augmented_rank"] == 2
@@ -165,19 +165,19 @@ def test_symbolic_lemma_and_theorem():
 
 def test_symbolic_checks_detect_a_wrong_construction(monkeypatch):
     # With P keeping the alpha column, the alpha entry changes and the lemma's matrix is wrong.
-    monkeypatch.setattr(lt, "_symbolic_weights", lambda d: (sp.eye(d + 1), sp.eye(d + 1)))
-    assert not lt.symbolic_lemma_8_13(2, 1)["lemma"].is_zero_matrix
-    assert lt.symbolic_theorem_8_14(2, 1, 1)["alpha_changed"] != 0
+    monkeypatch.setattr(lsym, "_symbolic_weights", lambda d: (sp.eye(d + 1), sp.eye(d + 1)))
+    assert not lsym.symbolic_lemma_8_13(2, 1)["lemma"].is_zero_matrix
+    assert lsym.symbolic_theorem_8_14(2, 1, 1)["alpha_changed"] != 0
 
 
 def test_strong_convexity_identity_and_gatmiry_symbolic():
-    assert lt.symbolic_strong_convexity_identity(2, 2) == 0
-    gat = lt.symbolic_gatmiry_threshold()
+    assert lsym.symbolic_strong_convexity_identity(2, 2) == 0
+    gat = lsym.symbolic_gatmiry_threshold()
     assert gat["residual"] == 0 and gat["slope_negative"]
 
 
 def test_convergence_run_tf_equals_gd_and_formula():
-    run = lt.convergence_run(16, 4, 60, 3, 1.0, torch.Generator().manual_seed(5))
+    run = lx.convergence_run(16, 4, 60, 3, 1.0, torch.Generator().manual_seed(5))
     assert run.tf_minus_gd < 1e-12
     assert torch.allclose(run.tf_sq[:30], run.exact_sq[:30], atol=1e-13)
     assert run.tf_sq[0].allclose(torch.ones(3, dtype=torch.float64))
@@ -185,26 +185,26 @@ def test_convergence_run_tf_equals_gd_and_formula():
 
 
 def test_kappa_distribution_interval_contains_mean():
-    kappas, (lo, hi) = lt.kappa_distribution(32, 4, 2000, torch.Generator().manual_seed(6), group=10)
+    kappas, (lo, hi) = lx.kappa_distribution(32, 4, 2000, torch.Generator().manual_seed(6), group=10)
     assert kappas.shape == (2000,)
     assert lo < float(kappas.mean()) < hi
 
 
 def test_distance_to_construction():
-    Q, P = lt.construction_weights(3)
-    dist = lt.distance_to_construction(2 * Q, 0.5 * P)
+    Q, P = lc.construction_weights(3)
+    dist = ltr.distance_to_construction(2 * Q, 0.5 * P)
     assert dist["a"] == pytest.approx(2) and dist["b"] == pytest.approx(0.5)
     assert dist["q_residual"] == pytest.approx(0, abs=1e-12) and dist["p_residual"] == pytest.approx(0, abs=1e-12)
     P2 = P.clone()
     P2[3, 3] = 1.0
-    assert lt.distance_to_construction(Q, P2)["p_residual"] > 0.3
+    assert ltr.distance_to_construction(Q, P2)["p_residual"] > 0.3
 
 
 def test_trained_looped_transformer_learns():
     g = torch.Generator().manual_seed(7)
-    model, history = lt.train_looped_transformer(3, 16, 5, 150, 64, g, desc="test")
+    model, history = ltr.train_looped_transformer(3, 16, 5, 150, 64, g, desc="test")
     assert history.loss[-1] < 0.5 * history.loss[0]
-    Z0, theta, alpha = lt.sample_training_batch(8, 16, 3, g)
+    Z0, theta, alpha = ltr.sample_training_batch(8, 16, 3, g)
     assert model(Z0, 5).shape == (8, 3)
 
 

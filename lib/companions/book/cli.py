@@ -260,7 +260,7 @@ def cmd_ledger(args: argparse.Namespace) -> int:
 
 def _chapters_with_questions(requested: Sequence[str], every: bool) -> tuple[dict[str, Path], list[str]]:
     """``{chapter: source}`` to build, and the chapters skipped for having no graded question."""
-    from companions import assign
+    from companions.book import assign
 
     ids = list(scale_mod.chapters()) if every else list(requested)
     if not ids:
@@ -279,7 +279,7 @@ def _chapters_with_questions(requested: Sequence[str], every: bool) -> tuple[dic
 
 
 def cmd_assign(args: argparse.Namespace) -> int:
-    from companions import assign
+    from companions.book import assign
 
     try:
         if args.scale not in scale_mod.SCALES:
@@ -301,7 +301,7 @@ def cmd_assign(args: argparse.Namespace) -> int:
 
 
 def cmd_grade(args: argparse.Namespace) -> int:
-    from companions import assign
+    from companions.book import assign
 
     autograder = Path(args.bundle) / args.chapter / "autograder" / f"{args.chapter}-autograder.zip"
     if not autograder.is_file():
@@ -323,7 +323,7 @@ def cmd_grade(args: argparse.Namespace) -> int:
 def cmd_student_edition(args: argparse.Namespace) -> int:
     """Build the book without solutions: a complete copy of ``_config.yml`` with
     ``companions_student_edition`` set (``--config`` replaces the configuration, it does not add to
-    it), which :mod:`companions.sphinx_student` reads."""
+    it), which :mod:`companions.book.sphinx_student` reads."""
     import shutil
     import subprocess
 

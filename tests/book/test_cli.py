@@ -16,10 +16,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from companions import cli
+from companions.book import cli
 from companions import scale as S
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HAS_LOOPED = (ROOT / "lib" / "companions" / "looped.py").is_file()
 CHAPTER_ID = "_test-cli-chapter"
 

@@ -6,11 +6,11 @@ import pytest
 import sympy as sp
 import torch
 
-from companions import fourier as fr
+from companions.fourier import ascent as fasc, construction as fcon, diagnostics as fdiag, network as fnet, neuron as fneu, symbolic as fsym, training as ftr
 
 
 def test_dataset_is_all_tuples_with_sum_labels():
-    a, y = fr.dataset(5, 3)
+    a, y = fnet.dataset(5, 3)
     assert a.shape == (125, 3) and len({tuple(r) for r in a.tolist()}) == 125
     assert torch.equal(y, a.sum(-1) % 5)
 
@@ -18,44 +18,44 @@ def test_dataset_is_all_tuples_with_sum_labels():
 def test_forward_matches_one_hot_formula_and_is_homogeneous():
     g = torch.Generator().manual_seed(0)
     U, W = torch.randn(6, 3, 5, generator=g, dtype=torch.float64), torch.randn(6, 5, generator=g, dtype=torch.float64)
-    a, y = fr.dataset(5, 3)
+    a, y = fnet.dataset(5, 3)
     X = torch.nn.functional.one_hot(a, 5).to(torch.float64)  # (N, k, p)
     s = torch.einsum("nkp,mkp->nm", X, U)
-    assert torch.allclose(fr.forward(U, W, a), s.pow(3) @ W)
-    assert torch.allclose(fr.forward(U, W, a, chunk=7), fr.forward(U, W, a))
-    assert torch.allclose(fr.forward(2 * U, 2 * W, a), 2 ** 4 * fr.forward(U, W, a))
+    assert torch.allclose(fnet.forward(U, W, a), s.pow(3) @ W)
+    assert torch.allclose(fnet.forward(U, W, a, chunk=7), fnet.forward(U, W, a))
+    assert torch.allclose(fnet.forward(2 * U, 2 * W, a), 2 ** 4 * fnet.forward(U, W, a))
     # normalized margin is scale-invariant (Definition 4.4)
-    assert torch.allclose(fr.normalized_margin(3 * U, 3 * W, a, y), fr.normalized_margin(U, W, a, y))
+    assert torch.allclose(fnet.normalized_margin(3 * U, 3 * W, a, y), fnet.normalized_margin(U, W, a, y))
 
 
 def test_norms_and_margins_by_hand():
     U = torch.zeros(2, 2, 3, dtype=torch.float64)
     W = torch.zeros(2, 3, dtype=torch.float64)
     U[0, 0, 0], W[1, 2] = 3.0, 4.0
-    assert torch.allclose(fr.neuron_norms(U, W), torch.tensor([3.0, 4.0], dtype=torch.float64))
-    assert math.isclose(float(fr.norm_ab(U, W, 3)), (27 + 64) ** (1 / 3))
+    assert torch.allclose(fnet.neuron_norms(U, W), torch.tensor([3.0, 4.0], dtype=torch.float64))
+    assert math.isclose(float(fnet.norm_ab(U, W, 3)), (27 + 64) ** (1 / 3))
     logits = torch.tensor([[1.0, 5.0, 2.0], [0.0, -1.0, 3.0]], dtype=torch.float64)
     y = torch.tensor([1, 0])
-    assert torch.equal(fr.margins(logits, y), torch.tensor([3.0, -3.0], dtype=torch.float64))
-    assert torch.allclose(fr.class_weighted_margins(logits, y), torch.tensor([3.5, -1.0], dtype=torch.float64))
+    assert torch.equal(fnet.margins(logits, y), torch.tensor([3.0, -3.0], dtype=torch.float64))
+    assert torch.allclose(fnet.class_weighted_margins(logits, y), torch.tensor([3.5, -1.0], dtype=torch.float64))
 
 
 def test_gamma_star_closed_form_and_special_cases():
-    assert math.isclose(fr.gamma_star(7, 3), 3 / (16 * 7 * 6))
-    assert math.isclose(fr.gamma_star(5, 2), math.sqrt(2 / 27) / (math.sqrt(5) * 4))
-    assert sp.simplify(fr.gamma_star_symbolic(11, 4) - sp.Rational(48) / (10 ** sp.Rational(5, 2) * 10 * 11 ** sp.Rational(3, 2))) == 0
+    assert math.isclose(fnet.gamma_star(7, 3), 3 / (16 * 7 * 6))
+    assert math.isclose(fnet.gamma_star(5, 2), math.sqrt(2 / 27) / (math.sqrt(5) * 4))
+    assert sp.simplify(fnet.gamma_star_symbolic(11, 4) - sp.Rational(48) / (10 ** sp.Rational(5, 2) * 10 * 11 ** sp.Rational(3, 2))) == 0
 
 
 def test_fourier_form_c10_matches_brute_force():
     g = torch.Generator().manual_seed(1)
-    U, W = fr.random_unit_neurons(5, 7, 2, g)
-    a, y = fr.dataset(7, 2)
-    assert torch.allclose(fr.neuron_expected_margin(U, W, a, y), fr.neuron_expected_margin_fourier(U, W), atol=1e-15)
+    U, W = fasc.random_unit_neurons(5, 7, 2, g)
+    a, y = fnet.dataset(7, 2)
+    assert torch.allclose(fneu.neuron_expected_margin(U, W, a, y), fneu.neuron_expected_margin_fourier(U, W), atol=1e-15)
 
 
 @pytest.mark.parametrize("p,k", [(3, 2), (5, 2), (5, 3), (7, 3), (5, 4)])
 def test_construction_attains_gamma_star(p, k):
-    rep = fr.construction_report(p, k)
+    rep = fasc.construction_report(p, k)
     assert rep["m"] == 2 ** (2 * k - 1) * (p - 1) // 2
     assert rep["rel_gap"] < 1e-12 and rep["accuracy"] == 1.0 and rep["cosine_gap"] < 1e-12
     assert rep["margin_spread"] < 1e-12 and rep["wrong_spread"] < 1e-12
@@ -64,8 +64,8 @@ def test_construction_attains_gamma_star(p, k):
 
 
 def test_construction_metadata_phases_match_dft():
-    c = fr.construction(7, 3)
-    V = torch.fft.fft(fr.stacked(c.U, c.W))
+    c = fcon.construction(7, 3)
+    V = torch.fft.fft(fdiag.stacked(c.U, c.W))
     z = c.zeta
     ang = torch.angle(V[torch.arange(len(z)), :, z])
     expected = torch.cat([c.phases_u, c.phase_w[:, None]], dim=1)
@@ -73,49 +73,49 @@ def test_construction_metadata_phases_match_dft():
 
 
 def test_random_neurons_stay_below_gamma_star():
-    U, W = fr.random_unit_neurons(500, 5, 2, torch.Generator().manual_seed(2))
-    assert float(fr.neuron_expected_margin_fourier(U, W).max()) < fr.gamma_star(5, 2)
+    U, W = fasc.random_unit_neurons(500, 5, 2, torch.Generator().manual_seed(2))
+    assert float(fneu.neuron_expected_margin_fourier(U, W).max()) < fnet.gamma_star(5, 2)
 
 
 def test_diagnostics_on_known_vectors():
     p = 11
     t = torch.arange(p, dtype=torch.float64)
     v = torch.cos(0.3 + 2 * math.pi * 3 * t / p)
-    pw = fr.folded_power(v)
-    assert pw.shape == (6,) and int(pw.argmax()) == 3 and math.isclose(float(fr.concentration(pw)), 1.0)
-    assert math.isclose(float(fr.two_sided_max_power(v)), 0.5)
+    pw = fdiag.folded_power(v)
+    assert pw.shape == (6,) and int(pw.argmax()) == 3 and math.isclose(float(fdiag.concentration(pw)), 1.0)
+    assert math.isclose(float(fdiag.two_sided_max_power(v)), 0.5)
     mixed = v + torch.cos(2 * math.pi * 1 * t / p)
-    assert math.isclose(float(fr.concentration(fr.folded_power(mixed))), 0.5, rel_tol=1e-12)
-    assert torch.allclose(fr.trig_interpolant(v, t), v, atol=1e-12)
+    assert math.isclose(float(fdiag.concentration(fdiag.folded_power(mixed))), 0.5, rel_tol=1e-12)
+    assert torch.allclose(fdiag.trig_interpolant(v, t), v, atol=1e-12)
     # phase lock: theta_u1 + theta_u2 = theta_w gives cos = 1, otherwise less
     U = torch.stack([torch.cos(0.3 + 2 * math.pi * 2 * t / p), torch.cos(0.5 + 2 * math.pi * 2 * t / p)])[None]
     W = torch.cos(0.8 + 2 * math.pi * 2 * t / p)[None]
-    assert math.isclose(float(fr.phase_lock(U, W)), 1.0, rel_tol=1e-12)
-    assert float(fr.phase_lock(U, -W)) < -0.99
+    assert math.isclose(float(fdiag.phase_lock(U, W)), 1.0, rel_tol=1e-12)
+    assert float(fdiag.phase_lock(U, -W)) < -0.99
 
 
 def test_symbolic_identities():
-    assert fr.sum_to_product_residual(3) == 0 and fr.sum_to_product_residual(4, half=True) == 0
-    r, n = fr.cosine_expansion(4)
+    assert fsym.sum_to_product_residual(3) == 0 and fsym.sum_to_product_residual(4, half=True) == 0
+    r, n = fsym.cosine_expansion(4)
     assert r == 0 and n == 8
-    assert fr.construction_identity(3) == 0
+    assert fsym.construction_identity(3) == 0
     t = sp.Symbol("t")
-    assert fr.dirichlet_sum_minpoly(7, 2) == 2 * t + 1
-    c9 = fr.c9_arithmetic()
+    assert fsym.dirichlet_sum_minpoly(7, 2) == 2 * t + 1
+    c9 = fsym.c9_arithmetic()
     assert c9[5] == 0 and c9["step"] != 0
 
 
 def test_eta_non_multilinear_terms_are_constant_not_zero():
-    U, W = fr.random_unit_neurons(1, 5, 2, torch.Generator().manual_seed(3))
-    a, _ = fr.dataset(5, 2)
-    rest = fr.eta(U[0], W[0], a) - fr.eta(U[0], W[0], a, multilinear_only=True)
+    U, W = fasc.random_unit_neurons(1, 5, 2, torch.Generator().manual_seed(3))
+    a, _ = fnet.dataset(5, 2)
+    rest = fneu.eta(U[0], W[0], a) - fneu.eta(U[0], W[0], a, multilinear_only=True)
     assert float(rest.max() - rest.min()) < 1e-15 and abs(float(rest.mean())) > 1e-6
 
 
 def test_single_neuron_ascent_reaches_gamma_star():
-    U, W, v = fr.single_neuron_ascent(5, 2, 4, 800, torch.Generator().manual_seed(4))
-    assert float(v.max()) <= fr.gamma_star(5, 2) * (1 + 1e-12)
-    assert float(v.max()) > fr.gamma_star(5, 2) * (1 - 1e-6)
+    U, W, v = fasc.single_neuron_ascent(5, 2, 4, 800, torch.Generator().manual_seed(4))
+    assert float(v.max()) <= fnet.gamma_star(5, 2) * (1 + 1e-12)
+    assert float(v.max()) > fnet.gamma_star(5, 2) * (1 - 1e-6)
 
 
 def test_bad_parameters_are_named():
@@ -128,18 +128,18 @@ def test_bad_parameters_are_named():
 
 def test_masked_neurons_stay_zero_and_runs_are_independent():
     g = torch.Generator().manual_seed(5)
-    run = fr.train(5, 2, [3, 8], 30, 0.05, g, lam=1e-3, log_every=10, progress=False)
+    run = ftr.train(5, 2, [3, 8], 30, 0.05, g, lam=1e-3, log_every=10, progress=False)
     assert torch.all(run.U[0, 3:] == 0) and torch.all(run.W[0, 3:] == 0)
     assert bool((run.U[1, 3:] != 0).any())
     # a run trained alone from the same initialization gives the same parameters (runs do not interact)
     U0, W0 = run.U0[1:2].clone(), run.W0[1:2].clone()
     U, W = U0.clone().requires_grad_(True), W0.clone().requires_grad_(True)
     opt = torch.optim.Adam([U, W], lr=0.05)
-    a, y = fr.dataset(5, 2)
+    a, y = fnet.dataset(5, 2)
     for t in range(30):
         for gr in opt.param_groups:
             gr["lr"] = 0.05 * (0.5 * (1 + math.cos(math.pi * (t - 24) / 6)) if t >= 24 else 1.0)
-        loss = torch.nn.functional.cross_entropy(fr.forward(U, W, a)[0], y) + 1e-3 * fr.norm_ab(U, W, 3).sum()
+        loss = torch.nn.functional.cross_entropy(fnet.forward(U, W, a)[0], y) + 1e-3 * fnet.norm_ab(U, W, 3).sum()
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -147,19 +147,19 @@ def test_masked_neurons_stay_zero_and_runs_are_independent():
 
 
 def test_training_improves_margin_and_never_exceeds_gamma_star():
-    run = fr.train(5, 2, [16], 1500, 0.1, torch.Generator().manual_seed(6), lam=1e-3, log_every=100, progress=False)
+    run = ftr.train(5, 2, [16], 1500, 0.1, torch.Generator().manual_seed(6), lam=1e-3, log_every=100, progress=False)
     assert float(run.rho.max()) <= 1 + 1e-9
     assert float(run.rho[-1, 0]) > 0.8 > float(run.rho[0, 0])
-    d = fr.diagnostics(run.U[0], run.W[0])
+    d = ftr.diagnostics(run.U[0], run.W[0])
     assert d["all_frequencies"] and d["median_concentration"] > 0.9
 
 
 def test_adamw_and_bad_regularizer():
-    run = fr.train(5, 2, [8], 20, 0.01, torch.Generator().manual_seed(7), regularizer="adamw", weight_decay=0.1,
+    run = ftr.train(5, 2, [8], 20, 0.01, torch.Generator().manual_seed(7), regularizer="adamw", weight_decay=0.1,
                    log_every=10, progress=False)
     assert run.rho.shape == (3, 1)
     with pytest.raises(ValueError, match="regularizer"):
-        fr.train(5, 2, [8], 2, 0.01, torch.Generator(), regularizer="l1", progress=False)
+        ftr.train(5, 2, [8], 2, 0.01, torch.Generator(), regularizer="l1", progress=False)
 
 
 def test_training_chapter_parameters():

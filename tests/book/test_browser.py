@@ -34,9 +34,9 @@ from urllib.parse import quote_plus, urljoin, urlparse
 import pytest
 
 import companions
-from test_chapters import toc_files  # the one reader of _toc.yml the tests share
+from tests.book.test_chapters import toc_files  # the one reader of _toc.yml the tests share
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HTML = Path(os.environ.get("BOOK_HTML_DIR") or ROOT / "_build" / "html")
 ARTIFACTS = Path(os.environ.get("BOOK_BROWSER_ARTIFACTS") or ROOT / "_build" / "browser")
 LEDGERS = Path(os.environ.get("BOOK_LEDGER_DIR") or ROOT / "_build" / "ledger")

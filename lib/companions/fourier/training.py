@@ -1,0 +1,154 @@
+"""Training (Definition 4.1, Lemma 4.7, Theorem 4.9), vectorized over independent runs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+
+from companions.fourier.diagnostics import (
+    balance,
+    concentration,
+    dominant_frequency,
+    live_neurons,
+    neuron_spectrum,
+    phase_lock,
+)
+from companions.fourier.network import dataset, forward, gamma_star, margins, neuron_norms, norm_ab
+
+
+@dataclass
+class TrainRun:
+    """Runs trained side by side. ``U (R, M, k, p)``, ``W (R, M, p)`` final parameters (neurons beyond a
+    run's width stay exactly zero), ``U0``, ``W0`` the initial ones, ``widths (R,)``; the logs ``steps``,
+    ``rho (T, R)`` = normalized margin / gamma*, ``loss (T, R)`` (cross-entropy only) and ``accuracy (T, R)``
+    on all of D_p."""
+
+    U: torch.Tensor
+    W: torch.Tensor
+    U0: torch.Tensor
+    W0: torch.Tensor
+    widths: list
+    steps: list = field(default_factory=list)
+    rho: list = field(default_factory=list)
+    loss: list = field(default_factory=list)
+    accuracy: list = field(default_factory=list)
+
+
+def init_network(runs: int, width: int, p: int, k: int, generator: torch.Generator, widths=None,
+                 dtype=torch.float64, device="cpu"):
+    """Entries i.i.d. ``N(0, 1/p)`` (the spec's proposal; the source does not give its initialization).
+    With ``widths`` (one per run), neurons beyond a run's width are zero, and stay zero in training:
+    their gradient, their penalty's gradient and AdamW's decay all vanish at zero for k >= 2."""
+    U = torch.randn(runs, width, k, p, generator=generator, dtype=dtype) / math.sqrt(p)
+    W = torch.randn(runs, width, p, generator=generator, dtype=dtype) / math.sqrt(p)
+    if widths is not None:
+        mask = (torch.arange(width)[None, :] < torch.tensor(widths)[:, None]).to(dtype)
+        U, W = U * mask[..., None, None], W * mask[..., None]
+    return U.to(device), W.to(device)
+
+
+def train(p: int, k: int, widths: list[int], steps: int, lr: float, generator: torch.Generator,
+          regularizer: str = "l2k1", lam: float = 1e-3, weight_decay: float = 0.0, batch: int = 0,
+          log_every: int = 100, decay_fraction: float = 0.2, warmup: int = 0, dtype=torch.float64, device="cpu",
+          desc: str = "training", progress: bool = True) -> TrainRun:
+    """Train one network per entry of ``widths`` (vectorized) on (a_1 + ... + a_k) mod p.
+
+    ``regularizer='l2k1'``: Adam on ``L_lambda = CE + lambda ||theta||_{2,k+1}`` (Definition 4.1, the
+    theory's objective); ``'adamw'``: AdamW with betas (0.9, 0.98) and decoupled ``weight_decay`` on CE
+    alone (the source's experimental configuration, Appendix C.10.1); ``'l22'``: Adam on
+    ``CE + lambda ||theta||_2^2`` (plain L2). ``batch = 0`` is full batch on all of D_p; otherwise
+    minibatches drawn from ``generator``. The learning rate warms up linearly over ``warmup`` steps and
+    decays by a cosine over the last ``decay_fraction`` of the steps. The normalized margin is measured
+    on all of D_p every ``log_every`` steps and at the end.
+    """
+    if regularizer not in ("l2k1", "adamw", "l22"):
+        raise ValueError(f"parameter 'regularizer' = {regularizer!r} is not allowed: expected 'l2k1', 'adamw' or 'l22'")
+    from tqdm.std import tqdm
+
+    a, y = dataset(p, k, device=device)
+    U, W = init_network(len(widths), max(widths), p, k, generator, widths, dtype, device)
+    run = TrainRun(U.clone(), W.clone(), U.clone(), W.clone(), list(widths))
+    U, W = U.requires_grad_(True), W.requires_grad_(True)
+    if regularizer == "adamw":
+        opt = torch.optim.AdamW([U, W], lr=lr, betas=(0.9, 0.98), weight_decay=weight_decay)
+    else:
+        opt = torch.optim.Adam([U, W], lr=lr)
+    decay_from = int(steps * (1 - decay_fraction))
+
+    def lr_at(t):
+        scale = min(1.0, (t + 1) / warmup) if warmup else 1.0
+        if t >= decay_from and steps > decay_from:
+            scale *= 0.5 * (1 + math.cos(math.pi * (t - decay_from) / (steps - decay_from)))
+        return lr * scale
+
+    gs = gamma_star(p, k)
+    n = a.shape[0]
+
+    def log(t):  # over all of D_p, chunk by chunk (the full logits need not fit in memory)
+        with torch.no_grad():
+            hmin, ce_sum, correct = None, 0.0, 0.0
+            for i in range(0, n, 4096):
+                logits = forward(U, W, a[i:i + 4096])
+                yc = y[i:i + 4096]
+                g = margins(logits, yc).amin(-1)
+                hmin = g if hmin is None else torch.minimum(hmin, g)
+                ce = torch.nn.functional.cross_entropy(logits.reshape(-1, p), yc.repeat(len(widths)), reduction="none")
+                ce_sum = ce_sum + ce.reshape(len(widths), -1).sum(-1)
+                correct = correct + (logits.argmax(-1) == yc).to(dtype).sum(-1)
+            run.steps.append(t)
+            run.rho.append((hmin / norm_ab(U, W, k + 1).pow(k + 1) / gs).cpu())
+            run.loss.append((ce_sum / n).cpu())
+            run.accuracy.append((correct / n).cpu())
+
+    bar = tqdm(range(steps), desc=desc, disable=not progress, mininterval=0.5)
+    for t in bar:
+        if t % log_every == 0:
+            log(t)
+        for group in opt.param_groups:
+            group["lr"] = lr_at(t)
+        if batch:
+            idx = torch.randint(0, n, (batch,), generator=generator).to(device)
+            ab, yb = a[idx], y[idx]
+        else:
+            ab, yb = a, y
+        logits = forward(U, W, ab)
+        ce = torch.nn.functional.cross_entropy(logits.reshape(-1, p), yb.repeat(len(widths)), reduction="none")
+        loss = ce.reshape(len(widths), -1).mean(-1).sum()
+        if regularizer == "l2k1":
+            loss = loss + lam * norm_ab(U, W, k + 1).sum()
+        elif regularizer == "l22":
+            loss = loss + lam * (U.pow(2).sum((-1, -2, -3)) + W.pow(2).sum((-1, -2))).sum()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if not math.isfinite(float(loss.detach())):
+            bar.close()
+            raise FloatingPointError(f"loss became {float(loss.detach())} at step {t}: lower 'lr'")
+        opt.step()
+    bar.close()
+    log(steps)
+    run.U, run.W = U.detach(), W.detach()
+    run.rho, run.loss, run.accuracy = torch.stack(run.rho), torch.stack(run.loss), torch.stack(run.accuracy)
+    return run
+
+
+def diagnostics(U: torch.Tensor, W: torch.Tensor, live_fraction: float = 0.1) -> dict:
+    """Fourier diagnostics of one trained network ``U (M, k, p)``, ``W (M, p)``, over its live neurons
+    (``||theta_i|| > live_fraction * max``): their number, folded-spectrum concentration (min, median),
+    the frequencies they cover, the phase condition (min, median) and the balance (median)."""
+    p = U.shape[-1]
+    live = live_neurons(U, W, live_fraction)
+    Ul, Wl = U[live], W[live]
+    power = neuron_spectrum(Ul, Wl)
+    conc = concentration(power)
+    phase = phase_lock(Ul, Wl)
+    bal = balance(Ul, Wl)
+    freqs = dominant_frequency(power)
+    return dict(live=int(live.sum()), width=int((neuron_norms(U, W) > 0).sum()),
+                min_concentration=float(conc.min()), median_concentration=float(conc.median()),
+                frequencies=sorted(set(freqs.tolist())), all_frequencies=sorted(set(freqs.tolist())) == list(range(1, (p - 1) // 2 + 1)),
+                frequency_counts=torch.bincount(freqs, minlength=(p + 1) // 2)[1:].tolist(),
+                min_phase_cos=float(phase.min()), median_phase_cos=float(phase.median()),
+                median_balance=float(bal.median()))
