@@ -8,6 +8,18 @@ from companions.ledger import ClaimFailed, Ledger
 from companions.runtime import Runtime, setup
 from companions.scale import Chapter, Choice, Float, Int, ListOf, chapters, preset, register_chapter
 
-__all__ = ["ClaimFailed", "Ledger", "Runtime", "setup", "Chapter", "Choice", "Float", "Int", "ListOf",
-           "chapters", "preset", "register_chapter"]
+__all__ = [
+    "ClaimFailed",
+    "Ledger",
+    "Runtime",
+    "setup",
+    "Chapter",
+    "Choice",
+    "Float",
+    "Int",
+    "ListOf",
+    "chapters",
+    "preset",
+    "register_chapter",
+]
 __version__ = "0.1.0"

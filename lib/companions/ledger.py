@@ -104,34 +104,81 @@ class Ledger:
     # -- recording ---------------------------------------------------------------------------
     def _add(self, claim: dict) -> dict:
         if not claim["id"] or any(c["id"] == claim["id"] for c in self.claims):
-            raise ValueError(f"claim id {claim['id']!r} is empty or used twice in chapter {self.chapter!r}")
+            raise ValueError(
+                f"claim id {claim['id']!r} is empty or used twice in chapter {self.chapter!r}"
+            )
         if claim["kind"] not in KINDS:
             raise ValueError(f"claim kind {claim['kind']!r} is not one of {KINDS}")
         self.claims.append({k: _plain(v) for k, v in claim.items()})
         return self.claims[-1]
 
-    def check(self, id: str, source: str, kind: str, holds: bool, expected: Any, observed: Any,
-              tolerance: Any = None, note: str = "") -> dict:
+    def check(
+        self,
+        id: str,
+        source: str,
+        kind: str,
+        holds: bool,
+        expected: Any,
+        observed: Any,
+        tolerance: Any = None,
+        note: str = "",
+    ) -> dict:
         """A check whose truth the caller computed (``holds``) from ``expected`` and ``observed``."""
         if kind not in CHECK_KINDS:
             raise ValueError(f"check kind must be one of {CHECK_KINDS}, not {kind!r}")
-        return self._add(dict(id=id, source=source, kind=kind, status="holds" if bool(holds) else "fails",
-                              expected=expected, observed=observed, tolerance=tolerance, note=note))
+        return self._add(
+            dict(
+                id=id,
+                source=source,
+                kind=kind,
+                status="holds" if bool(holds) else "fails",
+                expected=expected,
+                observed=observed,
+                tolerance=tolerance,
+                note=note,
+            )
+        )
 
-    def check_close(self, id: str, source: str, kind: str, expected: float, observed: float,
-                    tolerance: float, note: str = "") -> dict:
+    def check_close(
+        self,
+        id: str,
+        source: str,
+        kind: str,
+        expected: float,
+        observed: float,
+        tolerance: float,
+        note: str = "",
+    ) -> dict:
         """Holds when ``|observed - expected| <= tolerance`` (a NaN never holds)."""
         gap = abs(float(observed) - float(expected))
         return self.check(id, source, kind, gap <= tolerance, expected, observed, tolerance, note)
 
-    def check_at_most(self, id: str, source: str, kind: str, bound: float, observed: float,
-                      note: str = "") -> dict:
+    def check_at_most(
+        self, id: str, source: str, kind: str, bound: float, observed: float, note: str = ""
+    ) -> dict:
         """Holds when ``observed <= bound`` (``expected`` records the bound)."""
-        return self.check(id, source, kind, float(observed) <= float(bound), f"<= {_plain(float(bound))}",
-                          observed, None, note)
+        return self.check(
+            id,
+            source,
+            kind,
+            float(observed) <= float(bound),
+            f"<= {_plain(float(bound))}",
+            observed,
+            None,
+            note,
+        )
 
-    def compare(self, id: str, source: str, expected: Any, observed: Any, agrees: bool | None,
-                kind: str = "reproduction", tolerance: Any = None, note: str = "") -> dict:
+    def compare(
+        self,
+        id: str,
+        source: str,
+        expected: Any,
+        observed: Any,
+        agrees: bool | None,
+        kind: str = "reproduction",
+        tolerance: Any = None,
+        note: str = "",
+    ) -> dict:
         """A number (or statement) of the source beside ours: ``reproduced`` or ``differs``;
         ``agrees=None`` records ``inconclusive`` (the run cannot decide; say in ``note`` what
         scale would)."""
@@ -140,11 +187,23 @@ class Ledger:
         if agrees is None:
             status = "inconclusive"
             if not note.strip():
-                raise ValueError(f"claim {id!r} is inconclusive: its note must name the scale that would decide it")
+                raise ValueError(
+                    f"claim {id!r} is inconclusive: its note must name the scale that would decide it"
+                )
         else:
             status = "reproduced" if bool(agrees) else "differs"
-        return self._add(dict(id=id, source=source, kind=kind, status=status,
-                              expected=expected, observed=observed, tolerance=tolerance, note=note))
+        return self._add(
+            dict(
+                id=id,
+                source=source,
+                kind=kind,
+                status=status,
+                expected=expected,
+                observed=observed,
+                tolerance=tolerance,
+                note=note,
+            )
+        )
 
     # -- output ------------------------------------------------------------------------------
     @property
@@ -152,9 +211,16 @@ class Ledger:
         return [c for c in self.claims if c["status"] == "fails"]
 
     def as_dict(self) -> dict:
-        return {"chapter": self.chapter, "scale": self.scale, "seed": self.seed, "device": str(self.device),
-                "params": _plain(self.params), "wall_seconds": round(time.perf_counter() - self._start, 3),
-                "python": sys.executable, "claims": self.claims}
+        return {
+            "chapter": self.chapter,
+            "scale": self.scale,
+            "seed": self.seed,
+            "device": str(self.device),
+            "params": _plain(self.params),
+            "wall_seconds": round(time.perf_counter() - self._start, 3),
+            "python": sys.executable,
+            "claims": self.claims,
+        }
 
     def write(self) -> Path:
         """Write ``<dir>/<chapter>.json`` atomically (a reader never sees half a ledger)."""
@@ -181,7 +247,9 @@ class Ledger:
             _show_markdown(self.table())
         if self.failed:
             names = ", ".join(f"{c['id']} ({c['source']})" for c in self.failed)
-            raise ClaimFailed(f"{len(self.failed)} claim(s) of chapter {self.chapter!r} failed: {names}. Ledger: {path}")
+            raise ClaimFailed(
+                f"{len(self.failed)} claim(s) of chapter {self.chapter!r} failed: {names}. Ledger: {path}"
+            )
         return path
 
 
@@ -199,9 +267,18 @@ def claims_table(claims: Iterable[dict], chapter_column: bool = False) -> str:
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for c in claims:
         cells = [c.get("chapter", "")] if chapter_column else []
-        cells += [c["id"], c["source"], c["kind"], f"**{c['status']}**", _fmt(c["expected"]),
-                  _fmt(c["observed"]), c.get("note", "")]
-        rows.append("| " + " | ".join(str(x).replace("|", "\\|").replace("\n", " ") for x in cells) + " |")
+        cells += [
+            c["id"],
+            c["source"],
+            c["kind"],
+            f"**{c['status']}**",
+            _fmt(c["expected"]),
+            _fmt(c["observed"]),
+            c.get("note", ""),
+        ]
+        rows.append(
+            "| " + " | ".join(str(x).replace("|", "\\|").replace("\n", " ") for x in cells) + " |"
+        )
     return "\n".join(rows)
 
 
@@ -214,21 +291,28 @@ def load(ledger_dir: str | os.PathLike | None = None) -> list[dict]:
     for path in sorted(folder.glob("*.json")):
         data = json.loads(path.read_text())
         if not isinstance(data, dict) or not {"chapter", "claims"} <= set(data):
-            raise ValueError(f"{path} is not a chapter ledger (it has no 'chapter' and 'claims'): move it out of {folder}")
+            raise ValueError(
+                f"{path} is not a chapter ledger (it has no 'chapter' and 'claims'): move it out of {folder}"
+            )
         ledgers.append(data)
     return sorted(ledgers, key=lambda d: d["chapter"])
 
 
 def gathered(ledgers: list[dict]) -> tuple[str, str]:
     """(summary table per chapter, table of every claim) for the book's ledger page and the CLI."""
-    summary = ["| chapter | scale | device | seed | wall s | claims | " + " | ".join(STATUSES) + " |",
-               "|---|---|---|---|---|---|" + "---|" * len(STATUSES)]
+    summary = [
+        "| chapter | scale | device | seed | wall s | claims | " + " | ".join(STATUSES) + " |",
+        "|---|---|---|---|---|---|" + "---|" * len(STATUSES),
+    ]
     every = []
     for led in ledgers:
         counts = [sum(c["status"] == s for c in led["claims"]) for s in STATUSES]
-        summary.append(f"| {led['chapter']} | {led['scale']} | {led['device']} | {led['seed']} | "
-                       f"{led['wall_seconds']:.1f} | {len(led['claims'])} | "
-                       + " | ".join(str(n) for n in counts) + " |")
+        summary.append(
+            f"| {led['chapter']} | {led['scale']} | {led['device']} | {led['seed']} | "
+            f"{led['wall_seconds']:.1f} | {len(led['claims'])} | "
+            + " | ".join(str(n) for n in counts)
+            + " |"
+        )
         every += [{"chapter": led["chapter"], **c} for c in led["claims"]]
     return "\n".join(summary), claims_table(every, chapter_column=True)
 

@@ -30,7 +30,9 @@ def use_style() -> None:
 def subplots(nrows: int = 1, ncols: int = 1, width: float = 6.4, height: float = 4.0, **kwargs):
     """``plt.subplots`` in the book's style, sized per panel."""
     use_style()
-    return plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False, **kwargs)
+    return plt.subplots(
+        nrows, ncols, figsize=(width * ncols, height * nrows), squeeze=False, **kwargs
+    )
 
 
 def color(i: int) -> str:

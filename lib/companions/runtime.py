@@ -23,16 +23,22 @@ def resolve_device(device: str = "auto") -> torch.device:
         return torch.device("cpu")
     if device == "cuda":
         if not torch.cuda.is_available():
-            raise ValueError("parameter 'device' = 'cuda' is not allowed: no CUDA device is visible here; use 'auto' or 'cpu'")
+            raise ValueError(
+                "parameter 'device' = 'cuda' is not allowed: no CUDA device is visible here; use 'auto' or 'cpu'"
+            )
         return torch.device("cuda")
-    raise ValueError(f"parameter 'device' = {device!r} is not allowed: expected one of 'auto', 'cpu', 'cuda'")
+    raise ValueError(
+        f"parameter 'device' = {device!r} is not allowed: expected one of 'auto', 'cpu', 'cuda'"
+    )
 
 
 def resolve_dtype(dtype: str | torch.dtype = "float64") -> torch.dtype:
     if isinstance(dtype, torch.dtype):
         return dtype
     if dtype not in DTYPES:
-        raise ValueError(f"parameter 'dtype' = {dtype!r} is not allowed: expected one of {sorted(DTYPES)}")
+        raise ValueError(
+            f"parameter 'dtype' = {dtype!r} is not allowed: expected one of {sorted(DTYPES)}"
+        )
     return DTYPES[dtype]
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 import numbers
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
@@ -41,10 +41,14 @@ class Int:
         return "an integer" + _range_text(self.low, self.high)
 
     def validate(self, name: str, value: Any) -> int:
-        if isinstance(value, bool) or not (isinstance(value, numbers.Integral) or _is_integral(value)):
+        if isinstance(value, bool) or not (
+            isinstance(value, numbers.Integral) or _is_integral(value)
+        ):
             _fail(name, value, self.describe())
         value = int(value)
-        if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
+        if (self.low is not None and value < self.low) or (
+            self.high is not None and value > self.high
+        ):
             _fail(name, value, self.describe())
         return value
 
@@ -68,8 +72,12 @@ class Float:
         value = float(value)
         if value != value or value in (float("inf"), float("-inf")):
             _fail(name, value, self.describe())
-        too_low = self.low is not None and (value <= self.low if self.low_open else value < self.low)
-        too_high = self.high is not None and (value >= self.high if self.high_open else value > self.high)
+        too_low = self.low is not None and (
+            value <= self.low if self.low_open else value < self.low
+        )
+        too_high = self.high is not None and (
+            value >= self.high if self.high_open else value > self.high
+        )
         if too_low or too_high:
             _fail(name, value, self.describe())
         return value
@@ -199,7 +207,9 @@ def resolve_scale(scale: str | None) -> str:
     if scale is None:
         scale = os.environ.get(SCALE_ENV) or "default"
         if scale not in SCALES:
-            raise ValueError(f"environment variable {SCALE_ENV} = {scale!r} is not allowed: expected one of {SCALES}")
+            raise ValueError(
+                f"environment variable {SCALE_ENV} = {scale!r} is not allowed: expected one of {SCALES}"
+            )
     if scale not in SCALES:
         _fail("scale", scale, "one of " + ", ".join(repr(s) for s in SCALES))
     return scale
@@ -239,8 +249,11 @@ class Config(Mapping):
 
     def params(self) -> dict:
         """The chapter's own knobs as plain JSON-friendly values (for the ledger)."""
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in self._data.items()
-                if k not in ("device", "seed", "ledger_dir")}
+        return {
+            k: list(v) if isinstance(v, tuple) else v
+            for k, v in self._data.items()
+            if k not in ("device", "seed", "ledger_dir")
+        }
 
 
 COMMON = {

@@ -51,7 +51,9 @@ def fit(
     params = list(parameters)
     optimizers = {"adam": torch.optim.Adam, "sgd": torch.optim.SGD}
     if optimizer not in optimizers:
-        raise ValueError(f"parameter 'optimizer' = {optimizer!r} is not allowed: expected one of {sorted(optimizers)}")
+        raise ValueError(
+            f"parameter 'optimizer' = {optimizer!r} is not allowed: expected one of {sorted(optimizers)}"
+        )
     opt = optimizers[optimizer](params, lr=lr)
     history = History()
     bar = tqdm(range(steps), desc=desc, disable=not progress, mininterval=0.5)
@@ -62,7 +64,9 @@ def fit(
         value = float(loss.detach())
         if not math.isfinite(value):
             bar.close()
-            raise FloatingPointError(f"loss became {value} at step {step}: lower 'lr' or check the model")
+            raise FloatingPointError(
+                f"loss became {value} at step {step}: lower 'lr' or check the model"
+            )
         loss.backward()
         opt.step()
         last = step == steps - 1

@@ -114,23 +114,36 @@ def test_plain_markdown_turns_directives_into_quotes_and_roles_into_text():
 
 
 def test_plain_markdown_drops_solutions_and_keeps_exercises():
-    text = assign.plain_markdown("```{exercise}\n:label: e1\n\nDo it.\n```\n\n```{solution} e1\n\nDone.\n```")
+    text = assign.plain_markdown(
+        "```{exercise}\n:label: e1\n\nDo it.\n```\n\n```{solution} e1\n\nDone.\n```"
+    )
     assert "**Exercise (e1)**" in text and "Do it." in text and "Done." not in text
 
 
 # -- questions ------------------------------------------------------------------------------------
 def test_questions_finds_the_graded_one_with_its_points(tmp_path):
-    found = assign.questions(assign.read_chapter(write(tmp_path, chapter_text(PARAMETERS, GRADED))), "demo")
+    found = assign.questions(
+        assign.read_chapter(write(tmp_path, chapter_text(PARAMETERS, GRADED))), "demo"
+    )
     assert [(q.name, q.points, q.has_prose) for q in found] == [("ex-square", 2.0, True)]
 
 
-@pytest.mark.parametrize("change, message", [
-    (("grader: {question: ex-square", "grader: {question: ex-other"), "no exercise with :label: ex-other"),
-    (("answer_square = 2 * x  # SOLUTION", "answer_square = 2 * x"), "marks no answer line"),
-    (("tags: [remove-cell]\ngrader", "tags: []\ngrader"), "must be tagged remove-cell"),
-    (("points: 2}", "points: -1}"), "points of 'ex-square' must be a positive number"),
-    (("```{solution-start} ex-square", "```{solution-start} ex-elsewhere"), "needs a gated solution"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (
+            ("grader: {question: ex-square", "grader: {question: ex-other"),
+            "no exercise with :label: ex-other",
+        ),
+        (("answer_square = 2 * x  # SOLUTION", "answer_square = 2 * x"), "marks no answer line"),
+        (("tags: [remove-cell]\ngrader", "tags: []\ngrader"), "must be tagged remove-cell"),
+        (("points: 2}", "points: -1}"), "points of 'ex-square' must be a positive number"),
+        (
+            ("```{solution-start} ex-square", "```{solution-start} ex-elsewhere"),
+            "needs a gated solution",
+        ),
+    ],
+)
 def test_malformed_questions_are_named(tmp_path, change, message):
     text = chapter_text(PARAMETERS, GRADED).replace(*change)
     with pytest.raises(assign.AssignmentError, match=message):
@@ -138,17 +151,30 @@ def test_malformed_questions_are_named(tmp_path, change, message):
 
 
 def test_two_grader_cells_for_one_question_are_refused(tmp_path):
-    grader = GRADED[GRADED.index("```{code-cell} ipython3\n---"):GRADED.index("```{exercise}\n:label: ex-free")]
+    grader = GRADED[
+        GRADED.index("```{code-cell} ipython3\n---") : GRADED.index(
+            "```{exercise}\n:label: ex-free"
+        )
+    ]
     with pytest.raises(assign.AssignmentError, match="more than one grader cell"):
-        assign.questions(assign.read_chapter(write(tmp_path, chapter_text(PARAMETERS, GRADED, grader))), "demo")
+        assign.questions(
+            assign.read_chapter(write(tmp_path, chapter_text(PARAMETERS, GRADED, grader))), "demo"
+        )
 
 
 def test_master_wraps_the_question_and_drops_other_solutions(tmp_path):
     nb = assign.read_chapter(write(tmp_path, chapter_text(PARAMETERS, GRADED)))
     master = assign.master_notebook(nb, "demo", scale="smoke")
     raw = [c.source.splitlines()[0] for c in master.cells if c.cell_type == "raw"]
-    assert raw == ["# ASSIGNMENT CONFIG", "# BEGIN QUESTION", "# BEGIN SOLUTION", "# END SOLUTION",
-                   "# BEGIN TESTS", "# END TESTS", "# END QUESTION"]
+    assert raw == [
+        "# ASSIGNMENT CONFIG",
+        "# BEGIN QUESTION",
+        "# BEGIN SOLUTION",
+        "# END SOLUTION",
+        "# BEGIN TESTS",
+        "# END TESTS",
+        "# END QUESTION",
+    ]
     text = "\n".join(c.source for c in master.cells)
     assert "scale = 'smoke'" in text
     assert "The secret words." not in text and "Differentiate." not in text
@@ -163,20 +189,24 @@ def test_master_needs_a_graded_question_and_a_scale_line(tmp_path):
         assign.master_notebook(assign.read_chapter(write(tmp_path, plain)), "demo")
     no_scale = chapter_text(PARAMETERS.replace("scale = None\n", ""), GRADED)
     with pytest.raises(assign.AssignmentError, match="no 'scale = ...' line"):
-        assign.master_notebook(assign.read_chapter(write(tmp_path, no_scale)), "demo", scale="smoke")
+        assign.master_notebook(
+            assign.read_chapter(write(tmp_path, no_scale)), "demo", scale="smoke"
+        )
 
 
 # -- comparing answers ----------------------------------------------------------------------------
 def test_same_expression_compares_meaning_not_form():
     k, e = sp.symbols("kappa eps", positive=True)
     expected = 2 * k * sp.log(1 / e)
-    plain_k, plain_e = sp.symbols("kappa eps")          # no assumptions: still the same symbols by name
+    plain_k, plain_e = sp.symbols("kappa eps")  # no assumptions: still the same symbols by name
     assert assign.same_expression(-2 * plain_k * sp.log(plain_e), expected)
-    assert assign.same_expression(sp.log(e**(-2 * k)), expected)
+    assert assign.same_expression(sp.log(e ** (-2 * k)), expected)
     assert not assign.same_expression(k * sp.log(1 / e), expected)
     assert not assign.same_expression(2 * k * sp.log(1 / e) + sp.Symbol("z"), expected)
     p = sp.Symbol("p")
-    assert assign.same_expression(sp.Mul(p, 2 * k * sp.log(1 / e), sp.Pow(p, -1), evaluate=False), expected)
+    assert assign.same_expression(
+        sp.Mul(p, 2 * k * sp.log(1 / e), sp.Pow(p, -1), evaluate=False), expected
+    )
     assert not assign.same_expression(..., expected)
     assert not assign.same_expression("not an expression (", expected)
 
@@ -191,10 +221,14 @@ def test_close_to_uses_the_stated_tolerance():
 
 def test_wrong_submission_changes_only_the_named_question(tmp_path):
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell("a = 3  # SOLUTION", metadata={"otter": {"tests": ["q1"]}}),
-                nbformat.v4.new_code_cell("b = 4  # SOLUTION", metadata={"otter": {"tests": ["q2"]}})]
+    nb.cells = [
+        nbformat.v4.new_code_cell("a = 3  # SOLUTION", metadata={"otter": {"tests": ["q1"]}}),
+        nbformat.v4.new_code_cell("b = 4  # SOLUTION", metadata={"otter": {"tests": ["q2"]}}),
+    ]
     nbformat.write(nb, tmp_path / "s.ipynb")
-    out = nbformat.read(assign.wrong_submission(tmp_path / "s.ipynb", "q2", tmp_path / "w.ipynb"), 4)
+    out = nbformat.read(
+        assign.wrong_submission(tmp_path / "s.ipynb", "q2", tmp_path / "w.ipynb"), 4
+    )
     assert out.cells[0].source == "a = 3  # SOLUTION"
     assert out.cells[1].source == "b = (4) * 1.01  # deliberately wrong"
     with pytest.raises(assign.AssignmentError, match="'q3'"):
@@ -213,7 +247,10 @@ def test_assign_refuses_bad_input_and_writes_nothing(tmp_path, capsys):
 
 
 def test_grade_refuses_a_missing_bundle_or_submission(tmp_path, capsys):
-    assert cli.main(["grade", "looped-gd", str(tmp_path / "none.ipynb"), "--bundle", str(tmp_path)]) == 2
+    assert (
+        cli.main(["grade", "looped-gd", str(tmp_path / "none.ipynb"), "--bundle", str(tmp_path)])
+        == 2
+    )
     assert "no autograder" in capsys.readouterr().err
 
 
@@ -221,7 +258,9 @@ def test_grade_refuses_a_missing_bundle_or_submission(tmp_path, capsys):
 @pytest.mark.parametrize("chapter_id", CHAPTER_IDS)
 def test_every_chapter_has_three_graded_questions(chapter_id):
     found = assign.questions(assign.read_chapter(_notebook(chapter_id)), chapter_id)
-    assert len(found) >= 3, f"{chapter_id} has {len(found)} graded questions; the book's convention is 3 or more"
+    assert len(found) >= 3, (
+        f"{chapter_id} has {len(found)} graded questions; the book's convention is 3 or more"
+    )
 
 
 @pytest.mark.parametrize("chapter_id", CHAPTER_IDS)
@@ -231,25 +270,39 @@ def test_assignment_grades_solution_full_blank_zero_and_one_wrong_answer(chapter
     target = bundle.questions[len(bundle.questions) // 2]
     wrong_answer = assign.wrong_submission(bundle.solution, target.name, tmp_path / "wrong.ipynb")
     # One after the other: in parallel, three kernels each running torch's threads oversubscribe 2 cores.
-    full, blank, wrong = (assign.grade(bundle.autograder, submission)
-                          for submission in (bundle.solution, bundle.student, wrong_answer))
+    full, blank, wrong = (
+        assign.grade(bundle.autograder, submission)
+        for submission in (bundle.solution, bundle.student, wrong_answer)
+    )
     assert full.total == full.max_total == sum(q.points for q in bundle.questions), full.table()
     assert blank.total == 0, blank.table()
     lost = {q: full.scores[q] - wrong.scores[q] for q in full.scores}
-    assert lost == {q: (target.points if q == target.name else 0.0) for q in full.scores}, wrong.table()
+    assert lost == {q: (target.points if q == target.name else 0.0) for q in full.scores}, (
+        wrong.table()
+    )
     student = nbformat.read(bundle.student, 4)
     text = "\n".join(c.source for c in student.cells)
     assert "# SOLUTION" not in text and "grader" not in text
-    for cell in nbformat.read(bundle.solution, 4).cells:  # the hidden tests are only in the autograder
+    for cell in nbformat.read(
+        bundle.solution, 4
+    ).cells:  # the hidden tests are only in the autograder
         assert "BEGIN TEST CONFIG" not in cell.source
     elapsed = time.perf_counter() - start
-    assert elapsed < 240, f"building and grading three submissions of {chapter_id} took {elapsed:.0f} s"
+    assert elapsed < 240, (
+        f"building and grading three submissions of {chapter_id} took {elapsed:.0f} s"
+    )
 
 
 def test_strip_solutions_leaves_exercises_and_drops_every_solution(tmp_path):
     nb = assign.read_chapter(write(tmp_path, chapter_text(PARAMETERS, GRADED)))
     text = "\n".join(c.source for c in assign.strip_solutions(nb).cells)
     assert "Set `answer_square`" in text and "Not graded." in text and "prf:theorem" in text
-    for gone in ("# SOLUTION", "Differentiate.", "The secret words.", "same_expression", "solution-"):
+    for gone in (
+        "# SOLUTION",
+        "Differentiate.",
+        "The secret words.",
+        "same_expression",
+        "solution-",
+    ):
         assert gone not in text, gone
     assert len(nb.cells) > len(assign.strip_solutions(nb).cells)  # the original is left alone

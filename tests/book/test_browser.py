@@ -43,9 +43,18 @@ LEDGERS = Path(os.environ.get("BOOK_LEDGER_DIR") or ROOT / "_build" / "ledger")
 REQUIRED = os.environ.get("BOOK_BROWSER_REQUIRED", "") not in ("", "0")
 STATUSES = ("holds", "reproduced", "differs", "fails")
 THEOREM_BOXES = "div.proof.theorem, div.proof.lemma, div.proof.proposition, div.proof.corollary"
-CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--disable-dev-shm-usage", "--window-size=1280,1000")
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--window-size=1280,1000",
+)
 WAIT = 30  # seconds for a page's scripts (MathJax, search) to finish
 
 
@@ -58,8 +67,11 @@ def unavailable(reason: str):
 
 def _chapters() -> list[tuple[str, str]]:
     """``(docname, chapter id)`` of every declared chapter listed in ``_toc.yml``, in toc order."""
-    declared = {ch.notebook.removesuffix(".md"): ch.id for ch in companions.chapters().values()
-                if not ch.id.startswith("_")}
+    declared = {
+        ch.notebook.removesuffix(".md"): ch.id
+        for ch in companions.chapters().values()
+        if not ch.id.startswith("_")
+    }
     toc = toc_files()
     return [(doc, declared[doc]) for doc in toc if doc in declared]
 
@@ -73,14 +85,24 @@ CHAPTERS = _chapters()
 @pytest.fixture(scope="module")
 def html_dir() -> Path:
     if not (HTML / "index.html").is_file():
-        unavailable(f"no built HTML book at {HTML}: build it first "
-                    "(BOOK_SCALE=smoke .venv/bin/jupyter-book build . -W -n --keep-going)")
+        unavailable(
+            f"no built HTML book at {HTML}: build it first "
+            "(BOOK_SCALE=smoke .venv/bin/jupyter-book build . -W -n --keep-going)"
+        )
     missing = [doc for doc, _ in CHAPTERS if not (HTML / f"{doc}.html").is_file()]
     if missing:
-        unavailable(f"the HTML at {HTML} is older than _toc.yml, it lacks {missing}: rebuild the book")
-    built = (HTML / "searchindex.js").stat().st_mtime if (HTML / "searchindex.js").is_file() else 0.0
-    sources = [ROOT / "_toc.yml", ROOT / "_config.yml", *(ROOT / f"{doc}.md" for doc, _ in CHAPTERS),
-               *(ROOT / "lib" / "companions").glob("sphinx_*.py")]
+        unavailable(
+            f"the HTML at {HTML} is older than _toc.yml, it lacks {missing}: rebuild the book"
+        )
+    built = (
+        (HTML / "searchindex.js").stat().st_mtime if (HTML / "searchindex.js").is_file() else 0.0
+    )
+    sources = [
+        ROOT / "_toc.yml",
+        ROOT / "_config.yml",
+        *(ROOT / f"{doc}.md" for doc, _ in CHAPTERS),
+        *(ROOT / "lib" / "companions").glob("sphinx_*.py"),
+    ]
     newer = [str(p.relative_to(ROOT)) for p in sources if p.is_file() and p.stat().st_mtime > built]
     if newer:
         unavailable(f"the HTML at {HTML} is older than {newer}: rebuild the book")
@@ -125,8 +147,10 @@ def browser(site):
     chromium = _find("CHROMIUM", "chromium", "chromium-browser")
     driver_path = _find("CHROMEDRIVER", "chromedriver")
     if not chromium or not driver_path:
-        unavailable("no browser: install Debian's chromium and chromium-driver "
-                    "(apt-get install chromium chromium-driver), or set CHROMIUM and CHROMEDRIVER")
+        unavailable(
+            "no browser: install Debian's chromium and chromium-driver "
+            "(apt-get install chromium chromium-driver), or set CHROMIUM and CHROMEDRIVER"
+        )
     profile = tempfile.mkdtemp(prefix="book-browser-")
     options = webdriver.ChromeOptions()
     options.binary_location = chromium
@@ -212,15 +236,20 @@ def open_page(browser, url: str, maths: bool = True) -> dict:
 
 
 def console_errors(browser) -> list[str]:
-    return [e["message"] for e in browser.get_log("browser")
-            if e.get("level") == "SEVERE" and "favicon.ico" not in e.get("message", "")]
+    return [
+        e["message"]
+        for e in browser.get_log("browser")
+        if e.get("level") == "SEVERE" and "favicon.ico" not in e.get("message", "")
+    ]
 
 
 def _ledger(chapter_id: str) -> dict:
     path = LEDGERS / f"{chapter_id}.json"
     if not path.is_file():
-        pytest.fail(f"no ledger {path} beside the built HTML: build the book and the test with the same "
-                    "BOOK_LEDGER_DIR")
+        pytest.fail(
+            f"no ledger {path} beside the built HTML: build the book and the test with the same "
+            "BOOK_LEDGER_DIR"
+        )
     return json.loads(path.read_text())
 
 
@@ -228,8 +257,12 @@ def _theorem_name(title: str) -> str:
     """A theorem box title ``Theorem (Theorem 8.16: main result)`` as a search query: its name
     (``main result``) where it has one, else the whole title without numbers."""
     inner = re.sub(r"^\w+\s*\((.*)\)\s*$", r"\1", title.strip(), flags=re.S)
-    name = re.sub(r"^(Theorem|Lemma|Proposition|Corollary)s?\s+[\d.,\s–-]+(and\s+[\d.]+\s*)?[:(]?\s*", "",
-                  inner, flags=re.I).strip(" ):")
+    name = re.sub(
+        r"^(Theorem|Lemma|Proposition|Corollary)s?\s+[\d.,\s–-]+(and\s+[\d.]+\s*)?[:(]?\s*",
+        "",
+        inner,
+        flags=re.I,
+    ).strip(" ):")
     words = [w for w in re.findall(r"[A-Za-z][\w'-]{2,}", name)]
     return " ".join(words[:6]) if words else re.sub(r"[\d.]+", " ", inner).strip()
 
@@ -248,7 +281,9 @@ def test_chapter_page(browser, site, docname, chapter_id):
     where = f"{docname}.html"
 
     assert page["h1"], f"{where}: no title"
-    assert page["h1"] in page["title"], f"{where}: title {page['h1']!r} not in the window title {page['title']!r}"
+    assert page["h1"] in page["title"], (
+        f"{where}: title {page['h1']!r} not in the window title {page['title']!r}"
+    )
     assert page["theorem_titles"], f"{where}: no theorem box ({THEOREM_BOXES})"
     assert page["theorem_visible"] >= 1, f"{where}: the theorem boxes have no height"
     assert page["figures"] >= 1, f"{where}: no figure shown"
@@ -256,11 +291,16 @@ def test_chapter_page(browser, site, docname, chapter_id):
     assert page["typeset"] >= 1, f"{where}: no maths typeset by MathJax"
     assert not page["untypeset"], f"{where}: maths left as raw TeX: {page['untypeset'][:5]}"
     assert page["merrors"] == 0, f"{where}: {page['merrors']} MathJax errors"
-    assert page["mathjax_src"] and all(s.startswith(site) for s in page["mathjax_src"]), \
+    assert page["mathjax_src"] and all(s.startswith(site) for s in page["mathjax_src"]), (
         f"{where}: MathJax not served by the book itself: {page['mathjax_src']}"
-    assert not page["foreign"], f"{where}: the page reached beyond the book: {sorted(set(page['foreign']))}"
+    )
+    assert not page["foreign"], (
+        f"{where}: the page reached beyond the book: {sorted(set(page['foreign']))}"
+    )
     assert not page["errors"], f"{where}: error output in cells: {page['errors']}"
-    assert "Traceback (most recent call last)" not in page["text"], f"{where}: a traceback in the page"
+    assert "Traceback (most recent call last)" not in page["text"], (
+        f"{where}: a traceback in the page"
+    )
     raised = re.findall(r"^\w*(?:Error|Exception): .*$", page["outputs"], flags=re.M)
     assert not raised, f"{where}: an exception in a cell's output: {raised[:3]}"
     assert not console_errors(browser), f"{where}: console errors {console_errors(browser)}"
@@ -272,7 +312,9 @@ def test_chapter_page(browser, site, docname, chapter_id):
     assert f"Rendered at scale {led['scale']}" in banner and f"on {led['device']}" in banner, banner
     for status in STATUSES:
         count = sum(c["status"] == status for c in led["claims"])
-        assert f"{count} {status}" in banner, f"{where}: banner lacks '{count} {status}': {banner!r}"
+        assert f"{count} {status}" in banner, (
+            f"{where}: banner lacks '{count} {status}': {banner!r}"
+        )
 
     # The notebook download is a valid notebook of this chapter; Colab and Binder are linked.
     links = dict(page["banner_links"])
@@ -280,11 +322,14 @@ def test_chapter_page(browser, site, docname, chapter_id):
     assert notebook and notebook.startswith(site), f"{where}: no notebook download in {links}"
     with urllib.request.urlopen(notebook, timeout=10) as response:
         nb = json.loads(response.read())
-    assert nb["nbformat"] == 4 and any("parameters" in c.get("metadata", {}).get("tags", []) for c in nb["cells"]), \
-        f"{notebook}: not the chapter's notebook (no cell tagged 'parameters')"
+    assert nb["nbformat"] == 4 and any(
+        "parameters" in c.get("metadata", {}).get("tags", []) for c in nb["cells"]
+    ), f"{notebook}: not the chapter's notebook (no cell tagged 'parameters')"
     colab = [h for h in page["launch_links"] if "colab.research.google.com" in h]
     binder = [h for h in page["launch_links"] if "mybinder.org" in h]
-    assert colab and all(urlparse(h).path.endswith(f"{docname}.ipynb") for h in colab), f"{where}: Colab {colab}"
+    assert colab and all(urlparse(h).path.endswith(f"{docname}.ipynb") for h in colab), (
+        f"{where}: Colab {colab}"
+    )
     assert binder and all(f"{docname}.md" in h for h in binder), f"{where}: Binder {binder}"
 
 
@@ -300,52 +345,73 @@ def test_search_finds_a_theorem(browser, site, docname, chapter_id):
     hrefs = []
     while time.time() < deadline:
         hrefs = browser.execute_script(
-            "return Array.from(document.querySelectorAll('ul.search li a')).map(a => a.href)")
+            "return Array.from(document.querySelectorAll('ul.search li a')).map(a => a.href)"
+        )
         finished = browser.execute_script(
-            "const s = document.querySelector('.search-summary'); return s ? s.innerText : ''")
+            "const s = document.querySelector('.search-summary'); return s ? s.innerText : ''"
+        )
         # the summary is set when the search finishes ("found N page(s)"); wait for all N entries too, since
         # the list is filled item by item and a search can be started twice (theme and Sphinx)
         done = re.search(r"found (\d+)", finished)
         if (done and len(hrefs) >= int(done.group(1))) or "did not match" in finished:
             break
         time.sleep(0.2)
-    assert any(urlparse(h).path.endswith(f"/{docname}.html") for h in hrefs), \
+    assert any(urlparse(h).path.endswith(f"/{docname}.html") for h in hrefs), (
         f"searching {query!r} did not find {docname}.html: {hrefs} (summary: {finished!r})"
+    )
 
 
 def test_intro_ledger_page_and_screenshots(browser, site):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     browser.get(urljoin(site, "index.html"))  # the book's front door redirects to the introduction
     deadline = time.time() + WAIT
-    while time.time() < deadline and browser.execute_script("return location.pathname").endswith("/index.html"):
+    while time.time() < deadline and browser.execute_script("return location.pathname").endswith(
+        "/index.html"
+    ):
         time.sleep(0.1)
     intro = open_page(browser, browser.current_url, maths=False)
     assert intro["h1"], "the introduction has no title"
     assert not intro["foreign"], f"the introduction reached beyond the book: {intro['foreign']}"
     rows = browser.execute_script(
         "return Array.from(document.querySelectorAll('table.companions-ledger-summary tbody tr'))"
-        ".map(r => [r.innerText, Array.from(r.querySelectorAll('a')).map(a => a.href)])")
+        ".map(r => [r.innerText, Array.from(r.querySelectorAll('a')).map(a => a.href)])"
+    )
     assert rows, "the introduction has no 'ledger at a glance' table"
-    browser.execute_script("document.querySelector('table.companions-ledger-summary')"
-                           ".scrollIntoView({block: 'center'})")
+    browser.execute_script(
+        "document.querySelector('table.companions-ledger-summary')"
+        ".scrollIntoView({block: 'center'})"
+    )
     browser.save_screenshot(str(ARTIFACTS / "intro.png"))
 
     ledger_page = open_page(browser, urljoin(site, "book/ledger.html"), maths=False)
-    assert not ledger_page["errors"] and "Traceback (most recent call last)" not in ledger_page["text"]
+    assert (
+        not ledger_page["errors"] and "Traceback (most recent call last)" not in ledger_page["text"]
+    )
     for docname, chapter_id in CHAPTERS:
-        assert chapter_id in ledger_page["text"], f"the ledger page does not list chapter {chapter_id}"
+        assert chapter_id in ledger_page["text"], (
+            f"the ledger page does not list chapter {chapter_id}"
+        )
         led = _ledger(chapter_id)
-        row = next((text for text, hrefs in rows if any(urlparse(h).path.endswith(f"/{docname}.html") for h in hrefs)),
-                   None)
+        row = next(
+            (
+                text
+                for text, hrefs in rows
+                if any(urlparse(h).path.endswith(f"/{docname}.html") for h in hrefs)
+            ),
+            None,
+        )
         assert row is not None, f"the ledger at a glance has no row linking {docname}.html: {rows}"
         cells = [c.strip() for c in row.split("\t")]
         counts = [str(sum(c["status"] == s for c in led["claims"])) for s in STATUSES]
-        assert cells[1:] == [led["scale"], led["device"], str(len(led["claims"])), *counts], \
+        assert cells[1:] == [led["scale"], led["device"], str(len(led["claims"])), *counts], (
             f"the ledger at a glance says {cells} for {chapter_id}, its ledger says otherwise"
+        )
 
     first, _ = CHAPTERS[0]
     open_page(browser, urljoin(site, f"{first}.html"))
     browser.save_screenshot(str(ARTIFACTS / "chapter.png"))
     for name in ("intro.png", "chapter.png"):
         shot = ARTIFACTS / name
-        assert shot.is_file() and shot.stat().st_size > 10_000, f"screenshot {shot} is missing or empty"
+        assert shot.is_file() and shot.stat().st_size > 10_000, (
+            f"screenshot {shot} is missing or empty"
+        )

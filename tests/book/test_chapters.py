@@ -57,7 +57,11 @@ def toc_files(node=None) -> list[str]:
 
 def declared_chapters() -> dict:
     """The book's declared chapters by notebook path without ``.md`` (test chapters excluded)."""
-    return {_strip_md(ch.notebook): ch for ch in companions.chapters().values() if not ch.id.startswith("_")}
+    return {
+        _strip_md(ch.notebook): ch
+        for ch in companions.chapters().values()
+        if not ch.id.startswith("_")
+    }
 
 
 TOC_FILES = toc_files()
@@ -83,13 +87,16 @@ def test_every_toc_file_is_a_declared_chapter(path):
     assert (ROOT / (path + ".md")).is_file(), f"_toc.yml lists {path}, but {path}.md does not exist"
     assert path in DECLARED or path in PAGES, (
         f"{path} is in _toc.yml but no topic module declares it: add register_chapter(Chapter(..., "
-        f"notebook='{path}.md', ...)) to its module in lib/companions")
+        f"notebook='{path}.md', ...)) to its module in lib/companions"
+    )
 
 
 @pytest.mark.parametrize("chapter_id", [ch.id for ch in DECLARED.values()])
 def test_every_declared_chapter_is_in_the_toc(chapter_id):
     notebook = _strip_md(companions.chapters()[chapter_id].notebook)
-    assert notebook in TOC_FILES, f"chapter {chapter_id!r} ({notebook}.md) is declared but not listed in _toc.yml"
+    assert notebook in TOC_FILES, (
+        f"chapter {chapter_id!r} ({notebook}.md) is declared but not listed in _toc.yml"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -98,13 +105,18 @@ def test_every_declared_chapter_is_in_the_toc(chapter_id):
 def _front_matter(path: Path) -> dict:
     text = path.read_text()
     assert text.startswith("---\n"), f"{path} does not start with a jupytext YAML header"
-    return yaml.safe_load(text[4:text.index("\n---", 4)])
+    return yaml.safe_load(text[4 : text.index("\n---", 4)])
 
 
 def _parameters_cell(path: Path):
-    cells = [c for c in jupytext.read(path).cells
-             if c.cell_type == "code" and "parameters" in c.metadata.get("tags", [])]
-    assert len(cells) == 1, f"{path} has {len(cells)} cells tagged 'parameters' (expected exactly one)"
+    cells = [
+        c
+        for c in jupytext.read(path).cells
+        if c.cell_type == "code" and "parameters" in c.metadata.get("tags", [])
+    ]
+    assert len(cells) == 1, (
+        f"{path} has {len(cells)} cells tagged 'parameters' (expected exactly one)"
+    )
     assigned = {}
     for stmt in ast.parse(cells[0].source).body:
         if isinstance(stmt, ast.Assign):
@@ -120,10 +132,15 @@ def _parameters_cell(path: Path):
 def test_chapter_header(chapter_id):
     header = _front_matter(_notebook(chapter_id))
     rep = header.get("jupytext", {}).get("text_representation", {})
-    assert rep.get("extension") == ".md" and rep.get("format_name") == "myst" and rep.get("format_version"), (
-        f"incomplete jupytext header: {header.get('jupytext')}")
+    assert (
+        rep.get("extension") == ".md"
+        and rep.get("format_name") == "myst"
+        and rep.get("format_version")
+    ), f"incomplete jupytext header: {header.get('jupytext')}"
     kernel = header.get("kernelspec", {})
-    assert kernel.get("name") == "python3", f"kernelspec name must be 'python3', not {kernel.get('name')!r}"
+    assert kernel.get("name") == "python3", (
+        f"kernelspec name must be 'python3', not {kernel.get('name')!r}"
+    )
     assert kernel.get("language") == "python" and kernel.get("display_name")
 
 
@@ -135,7 +152,8 @@ def test_chapter_parameters_cell(chapter_id):
     # None lets $BOOK_SCALE / $BOOK_LEDGER_DIR choose during a book build (jupyter-book passes no parameters)
     for name in ("scale", "ledger_dir"):
         assert isinstance(assigned[name], ast.Constant) and assigned[name].value is None, (
-            f"'{name}' must default to None in the parameters cell")
+            f"'{name}' must default to None in the parameters cell"
+        )
     # every knob of the chapter can be passed by papermill (-p NAME VALUE) and reaches preset()
     knobs = [p for p in companions.chapters()[chapter_id].params if p not in assigned]
     assert not knobs, f"the parameters cell does not set the chapter's knobs {knobs}"
@@ -145,8 +163,13 @@ def test_chapter_parameters_cell(chapter_id):
 def test_no_ipynb_twin_is_committed(chapter_id):
     twin = _notebook(chapter_id).with_suffix(".ipynb").relative_to(ROOT)
     try:
-        tracked = subprocess.run(["git", "ls-files", "--", str(twin)], cwd=ROOT, capture_output=True,
-                                 text=True, check=True).stdout.strip()
+        tracked = subprocess.run(
+            ["git", "ls-files", "--", str(twin)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):  # not a git checkout: look at the folder
         tracked = str(twin) if (ROOT / twin).exists() else ""
     assert not tracked, f"{twin} is committed next to its MyST source: remove it (git rm --cached)"
@@ -164,7 +187,9 @@ def smoke_runs(tmp_path_factory):
     def run(chapter_id: str) -> tuple[Path, Path]:
         if chapter_id not in results:
             try:
-                results[chapter_id] = execute_chapter(chapter_id, "smoke", folder, device="cpu", progress=False)
+                results[chapter_id] = execute_chapter(
+                    chapter_id, "smoke", folder, device="cpu", progress=False
+                )
             except Exception as err:  # remembered, so a later test reports it without rerunning
                 results[chapter_id] = err
         result = results[chapter_id]
@@ -188,7 +213,8 @@ def test_chapter_runs_at_smoke_scale(smoke_runs, chapter_id):
     # the kernel ran this environment's Python (a foreign user-level 'python3' kernel would not)
     assert Path(ledger["python"]).is_relative_to(Path(sys.prefix).absolute()), (
         f"the chapter ran in {ledger['python']}, outside {sys.prefix}: register the kernel with "
-        "'python -m ipykernel install --sys-prefix --name python3'")
+        "'python -m ipykernel install --sys-prefix --name python3'"
+    )
 
     claims = ledger["claims"]
     assert len(claims) >= 5, f"only {len(claims)} claims"
@@ -198,7 +224,9 @@ def test_chapter_runs_at_smoke_scale(smoke_runs, chapter_id):
         assert claim["source"], f"claim {claim['id']} names no source"
         checked = claim["status"] in ("holds", "fails")
         compared = claim["status"] in ("reproduced", "differs", "inconclusive")
-        assert (checked and claim["kind"] in CHECK_KINDS) or (compared and claim["kind"] in COMPARE_KINDS), claim
+        assert (checked and claim["kind"] in CHECK_KINDS) or (
+            compared and claim["kind"] in COMPARE_KINDS
+        ), claim
         if claim["status"] in ("differs", "inconclusive"):
             assert claim["note"].strip(), f"claim {claim['id']} is {claim['status']} without a note"
     failed = [c["id"] for c in claims if c["status"] == "fails"]
@@ -215,9 +243,15 @@ def test_chapter_writes_nothing_to_stderr_but_progress_bars(smoke_runs, chapter_
     warning, must not hide there, so it fails here."""
     executed, _ = smoke_runs(chapter_id)
     nb = nbformat.read(str(executed), as_version=4)
-    stray = [piece for cell in nb.cells if cell.cell_type == "code" for out in cell.get("outputs", [])
-             if out.get("output_type") == "stream" and out.get("name") == "stderr"
-             for piece in re.split(r"[\r\n]+", out.get("text", "")) if piece.strip() and not PROGRESS_BAR.match(piece.strip())]
+    stray = [
+        piece
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for out in cell.get("outputs", [])
+        if out.get("output_type") == "stream" and out.get("name") == "stderr"
+        for piece in re.split(r"[\r\n]+", out.get("text", ""))
+        if piece.strip() and not PROGRESS_BAR.match(piece.strip())
+    ]
     assert not stray, f"chapter {chapter_id!r} wrote to stderr: {stray[:3]}"
 
 
@@ -235,16 +269,27 @@ def test_chapter_stops_on_a_bad_parameter(chapter_id, tmp_path):
     nbformat.write(jupytext.read(notebook), str(converted))
     with pytest.raises(PapermillExecutionError) as err:
         papermill.execute_notebook(
-            str(converted), str(tmp_path / "out.ipynb"), kernel_name="python3", cwd=str(notebook.parent),
-            parameters={"scale": "smoke", "device": "cpu", "seed": -1, "ledger_dir": str(tmp_path / "led")},
-            progress_bar=False)
+            str(converted),
+            str(tmp_path / "out.ipynb"),
+            kernel_name="python3",
+            cwd=str(notebook.parent),
+            parameters={
+                "scale": "smoke",
+                "device": "cpu",
+                "seed": -1,
+                "ledger_dir": str(tmp_path / "led"),
+            },
+            progress_bar=False,
+        )
     assert err.value.ename == "ValueError" and "'seed'" in err.value.evalue
     assert not (tmp_path / "led").exists()
 
 
 def test_ledger_page_gathers_every_chapter(smoke_runs, tmp_path):
     written = []
-    for chapter_id in CHAPTER_IDS:  # a chapter that fails is reported by its own test; its ledger still counts
+    for (
+        chapter_id
+    ) in CHAPTER_IDS:  # a chapter that fails is reported by its own test; its ledger still counts
         try:
             smoke_runs(chapter_id)
         except ChapterExecutionError:
@@ -256,9 +301,16 @@ def test_ledger_page_gathers_every_chapter(smoke_runs, tmp_path):
     converted = tmp_path / "ledger.ipynb"
     nbformat.write(jupytext.read(LEDGER_PAGE), str(converted))
     nb = papermill.execute_notebook(
-        str(converted), str(tmp_path / "ledger-out.ipynb"), kernel_name="python3", cwd=str(LEDGER_PAGE.parent),
-        parameters={"ledger_dir": str(smoke_runs.folder)}, progress_bar=False)
-    shown = json.dumps([out for cell in nb.cells if cell.cell_type == "code" for out in cell.get("outputs", [])])
+        str(converted),
+        str(tmp_path / "ledger-out.ipynb"),
+        kernel_name="python3",
+        cwd=str(LEDGER_PAGE.parent),
+        parameters={"ledger_dir": str(smoke_runs.folder)},
+        progress_bar=False,
+    )
+    shown = json.dumps(
+        [out for cell in nb.cells if cell.cell_type == "code" for out in cell.get("outputs", [])]
+    )
     for chapter_id in written:
         assert f"| {chapter_id} | smoke |" in shown, f"the ledger page does not show {chapter_id}"
 

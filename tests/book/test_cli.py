@@ -10,14 +10,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from companions.book import cli
 from companions import scale as S
+from companions.book import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 HAS_LOOPED = (ROOT / "lib" / "companions" / "looped.py").is_file()
@@ -25,8 +24,14 @@ CHAPTER_ID = "_test-cli-chapter"
 
 
 def companions_cli(*args, cwd, env=None):
-    return subprocess.run([sys.executable, "-m", "companions", *args], cwd=cwd, capture_output=True,
-                          text=True, timeout=300, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "companions", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -108,11 +113,24 @@ def _ledger(path: Path) -> dict:
 # ---------------------------------------------------------------------------------------------
 # Argument parsing
 # ---------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("text, value", [
-    ("4", 4), ("0.5", 0.5), ("-3", -3), ("1e-3", 1e-3), ("[16,32]", [16, 32]), ("[16, 32]", [16, 32]),
-    ("(1, 2)", [1, 2]), ("None", None), ("True", True), ("'cpu'", "cpu"), ("cpu", "cpu"),
-    ("hello world", "hello world"), ("[1, [2, (3, 4)]]", [1, [2, [3, 4]]]),
-])
+@pytest.mark.parametrize(
+    "text, value",
+    [
+        ("4", 4),
+        ("0.5", 0.5),
+        ("-3", -3),
+        ("1e-3", 1e-3),
+        ("[16,32]", [16, 32]),
+        ("[16, 32]", [16, 32]),
+        ("(1, 2)", [1, 2]),
+        ("None", None),
+        ("True", True),
+        ("'cpu'", "cpu"),
+        ("cpu", "cpu"),
+        ("hello world", "hello world"),
+        ("[1, [2, (3, 4)]]", [1, [2, [3, 4]]]),
+    ],
+)
 def test_parse_value(text, value):
     assert cli.parse_value(text) == value
     assert type(cli.parse_value(text)) is type(value)
@@ -121,7 +139,9 @@ def test_parse_value(text, value):
 def test_help_documents_the_raw_pipe(tmp_path):
     result = companions_cli("run", "--help", cwd=tmp_path)
     assert result.returncode == 0
-    assert "jupytext --to ipynb book/x.md -o - | papermill - out.ipynb -p scale paper" in result.stdout
+    assert (
+        "jupytext --to ipynb book/x.md -o - | papermill - out.ipynb -p scale paper" in result.stdout
+    )
     top = companions_cli("--help", cwd=tmp_path)
     assert top.returncode == 0 and "| papermill -" in top.stdout
     for command in ("list", "run", "ledger"):
@@ -145,7 +165,9 @@ def test_list_shows_the_looped_chapter(tmp_path):
     assert chapter.notebook in result.stdout
     for name, spec in chapter.params.items():
         assert f"{name}: {spec.describe()}" in result.stdout
-        values = "  ".join(f"{scale}={json.dumps(chapter.presets[scale][name])}" for scale in S.SCALES)
+        values = "  ".join(
+            f"{scale}={json.dumps(chapter.presets[scale][name])}" for scale in S.SCALES
+        )
         assert values in result.stdout
 
 
@@ -165,18 +187,27 @@ def test_list_shows_every_registered_chapter(tiny_chapter, capsys):
 # run: bad parameters stop before anything is written
 # ---------------------------------------------------------------------------------------------
 @pytest.mark.skipif(not HAS_LOOPED, reason="lib/companions/looped.py is not written yet")
-@pytest.mark.parametrize("args, named", [
-    (["-p", "n_values", "[0]"], "n_values"),
-    (["-p", "d", "0"], "'d'"),
-    (["-p", "no_such_knob", "1"], "no_such_knob"),
-    (["--scale", "huge"], "'scale'"),
-    (["--device", "tpu"], "'device'"),
-    (["--seed", "-1"], "'seed'"),
-    (["-p", "scale", "paper"], "scale"),
-])
+@pytest.mark.parametrize(
+    "args, named",
+    [
+        (["-p", "n_values", "[0]"], "n_values"),
+        (["-p", "d", "0"], "'d'"),
+        (["-p", "no_such_knob", "1"], "no_such_knob"),
+        (["--scale", "huge"], "'scale'"),
+        (["--device", "tpu"], "'device'"),
+        (["--seed", "-1"], "'seed'"),
+        (["-p", "scale", "paper"], "scale"),
+    ],
+)
 def test_run_with_a_bad_parameter_exits_2_and_writes_nothing(tmp_path, args, named):
-    argv = ["run", "looped-gd", *(["--scale", "smoke"] if "--scale" not in args else []), *args,
-            "--out", "explicit-out"]
+    argv = [
+        "run",
+        "looped-gd",
+        *(["--scale", "smoke"] if "--scale" not in args else []),
+        *args,
+        "--out",
+        "explicit-out",
+    ]
     result = companions_cli(*argv, cwd=tmp_path)
     assert result.returncode == 2, result.stdout + result.stderr
     assert named in result.stderr
@@ -190,12 +221,20 @@ def test_run_unknown_chapter_exits_2(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("args, named", [
-    (["-p", "k", "0"], "'k' = 0"), (["-p", "sizes", "[1, 0]"], "'sizes[1]' = 0"),
-    (["-p", "k", "abc"], "'k' = 'abc'"), (["--scale", "huge"], "'scale' = 'huge'"),
-    (["-p", "seed", "3"], "seed"), (["-p", "ledger_dir", "/tmp"], "ledger_dir"),
-])
-def test_run_bad_parameter_of_the_tiny_chapter(tiny_chapter, tmp_path, monkeypatch, capsys, args, named):
+@pytest.mark.parametrize(
+    "args, named",
+    [
+        (["-p", "k", "0"], "'k' = 0"),
+        (["-p", "sizes", "[1, 0]"], "'sizes[1]' = 0"),
+        (["-p", "k", "abc"], "'k' = 'abc'"),
+        (["--scale", "huge"], "'scale' = 'huge'"),
+        (["-p", "seed", "3"], "seed"),
+        (["-p", "ledger_dir", "/tmp"], "ledger_dir"),
+    ],
+)
+def test_run_bad_parameter_of_the_tiny_chapter(
+    tiny_chapter, tmp_path, monkeypatch, capsys, args, named
+):
     monkeypatch.chdir(tmp_path)
     assert cli.main(["run", CHAPTER_ID, *args]) == 2
     assert named in capsys.readouterr().err
@@ -212,10 +251,16 @@ def test_run_cuda_without_a_gpu_exits_2(tiny_chapter, tmp_path, monkeypatch, cap
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("scale, params, named", [
-    ("smoke", {"k": 11}, "'k' = 11"), ("smoke", {"sizes": []}, "'sizes' = []"),
-    ("smoke", {"unknown": 1}, "unknown"), ("huge", {}, "'scale' = 'huge'"), ("smoke", {"device": "cpu"}, "device"),
-])
+@pytest.mark.parametrize(
+    "scale, params, named",
+    [
+        ("smoke", {"k": 11}, "'k' = 11"),
+        ("smoke", {"sizes": []}, "'sizes' = []"),
+        ("smoke", {"unknown": 1}, "unknown"),
+        ("huge", {}, "'scale' = 'huge'"),
+        ("smoke", {"device": "cpu"}, "device"),
+    ],
+)
 def test_execute_chapter_validates_before_writing(tiny_chapter, tmp_path, scale, params, named):
     with pytest.raises(ValueError) as err:
         cli.execute_chapter(CHAPTER_ID, scale, tmp_path / "out", params=params, progress=False)
@@ -228,22 +273,43 @@ def test_execute_chapter_validates_before_writing(tiny_chapter, tmp_path, scale,
 # ---------------------------------------------------------------------------------------------
 def test_execute_chapter_runs_the_notebook(tiny_chapter, tmp_path):
     out = tmp_path / "out"
-    executed, ledger_path = cli.execute_chapter(CHAPTER_ID, "paper", out, device="cpu", seed=7,
-                                                params={"k": 5, "sizes": [4, 5]}, progress=False)
+    executed, ledger_path = cli.execute_chapter(
+        CHAPTER_ID,
+        "paper",
+        out,
+        device="cpu",
+        seed=7,
+        params={"k": 5, "sizes": [4, 5]},
+        progress=False,
+    )
     assert executed == out.resolve() / f"{CHAPTER_ID}.ipynb"
     assert ledger_path == out.resolve() / f"{CHAPTER_ID}.json"
     led = _ledger(ledger_path)
-    assert (led["chapter"], led["scale"], led["seed"], led["device"]) == (CHAPTER_ID, "paper", 7, "cpu")
+    assert (led["chapter"], led["scale"], led["seed"], led["device"]) == (
+        CHAPTER_ID,
+        "paper",
+        7,
+        "cpu",
+    )
     assert led["params"] == {"k": 5, "fail": 0, "sizes": [4, 5]}
     assert {c["id"]: c["status"] for c in led["claims"]} == {
-        "k-is-positive": "holds", "runs-in-its-folder": "holds", "a-reproduction": "differs",
-        "asked-to-fail": "holds"}
+        "k-is-positive": "holds",
+        "runs-in-its-folder": "holds",
+        "a-reproduction": "differs",
+        "asked-to-fail": "holds",
+    }
     # the kernel is this environment's Python, not some other 'python3'
     # (compared without resolving symlinks: a venv's python is a link to the base interpreter)
     assert Path(led["python"]).is_relative_to(Path(sys.prefix).absolute())
     nb = nbformat.read(str(executed), as_version=4)
-    assert nb.metadata.papermill.parameters == {"scale": "paper", "device": "cpu", "seed": 7,
-                                                "ledger_dir": str(out.resolve()), "k": 5, "sizes": [4, 5]}
+    assert nb.metadata.papermill.parameters == {
+        "scale": "paper",
+        "device": "cpu",
+        "seed": 7,
+        "ledger_dir": str(out.resolve()),
+        "k": 5,
+        "sizes": [4, 5],
+    }
     assert nb.metadata.papermill.input_path == str(tiny_chapter)
     assert any("injected-parameters" in c.metadata.get("tags", []) for c in nb.cells)
     assert sorted(p.name for p in out.iterdir()) == sorted([executed.name, ledger_path.name])
@@ -252,7 +318,9 @@ def test_execute_chapter_runs_the_notebook(tiny_chapter, tmp_path):
 def test_execute_chapter_failure_keeps_the_partial_notebook(tiny_chapter, tmp_path):
     out = tmp_path / "out"
     with pytest.raises(cli.ChapterExecutionError, match="ClaimFailed") as err:
-        cli.execute_chapter(CHAPTER_ID, "smoke", out, device="cpu", params={"fail": 1}, progress=False)
+        cli.execute_chapter(
+            CHAPTER_ID, "smoke", out, device="cpu", params={"fail": 1}, progress=False
+        )
     assert err.value.notebook_path.is_file()
     assert str(err.value.notebook_path) in str(err.value)
     statuses = {c["id"]: c["status"] for c in _ledger(err.value.ledger_path)["claims"]}
@@ -261,11 +329,19 @@ def test_execute_chapter_failure_keeps_the_partial_notebook(tiny_chapter, tmp_pa
 
 def test_cli_run_end_to_end(tiny_chapter, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    assert cli.main(["run", CHAPTER_ID, "--scale", "smoke", "--device", "cpu", "-p", "k", "4", "--quiet"]) == 0
+    assert (
+        cli.main(
+            ["run", CHAPTER_ID, "--scale", "smoke", "--device", "cpu", "-p", "k", "4", "--quiet"]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     runs = list((tmp_path / "runs").iterdir())
     assert len(runs) == 1 and runs[0].name.startswith(f"{CHAPTER_ID}-smoke-")
-    assert sorted(p.name for p in runs[0].iterdir()) == [f"{CHAPTER_ID}.ipynb", f"{CHAPTER_ID}.json"]
+    assert sorted(p.name for p in runs[0].iterdir()) == [
+        f"{CHAPTER_ID}.ipynb",
+        f"{CHAPTER_ID}.json",
+    ]
     assert out.splitlines()[0] == f"output folder: {Path('runs') / runs[0].name}"
     assert f"| {CHAPTER_ID} | smoke | cpu | 0 |" in out  # the ledger summary at the end
     assert _ledger(runs[0] / f"{CHAPTER_ID}.json")["params"]["k"] == 4
@@ -273,8 +349,22 @@ def test_cli_run_end_to_end(tiny_chapter, tmp_path, monkeypatch, capsys):
 
 def test_cli_run_failure_exits_1_and_keeps_the_folder(tiny_chapter, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    code = cli.main(["run", CHAPTER_ID, "--scale", "smoke", "--device", "cpu", "-p", "fail", "1",
-                     "--out", "mine", "--quiet"])
+    code = cli.main(
+        [
+            "run",
+            CHAPTER_ID,
+            "--scale",
+            "smoke",
+            "--device",
+            "cpu",
+            "-p",
+            "fail",
+            "1",
+            "--out",
+            "mine",
+            "--quiet",
+        ]
+    )
     captured = capsys.readouterr()
     assert code == 1
     assert "ClaimFailed" in captured.err and "mine" in captured.err
@@ -286,13 +376,34 @@ def test_cli_run_failure_exits_1_and_keeps_the_folder(tiny_chapter, tmp_path, mo
 # ledger
 # ---------------------------------------------------------------------------------------------
 def _write_ledger(folder: Path, chapter: str, statuses: list[str]) -> None:
-    claims = [{"id": f"claim-{i}", "source": "Theorem 1", "kind": "reproduction" if s in ("reproduced", "differs")
-               else "bound", "status": s, "expected": 1.0, "observed": 1.0, "tolerance": None, "note": "n"}
-              for i, s in enumerate(statuses)]
+    claims = [
+        {
+            "id": f"claim-{i}",
+            "source": "Theorem 1",
+            "kind": "reproduction" if s in ("reproduced", "differs") else "bound",
+            "status": s,
+            "expected": 1.0,
+            "observed": 1.0,
+            "tolerance": None,
+            "note": "n",
+        }
+        for i, s in enumerate(statuses)
+    ]
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{chapter}.json").write_text(json.dumps(
-        {"chapter": chapter, "scale": "smoke", "seed": 0, "device": "cpu", "params": {},
-         "wall_seconds": 1.0, "python": sys.executable, "claims": claims}))
+    (folder / f"{chapter}.json").write_text(
+        json.dumps(
+            {
+                "chapter": chapter,
+                "scale": "smoke",
+                "seed": 0,
+                "device": "cpu",
+                "params": {},
+                "wall_seconds": 1.0,
+                "python": sys.executable,
+                "claims": claims,
+            }
+        )
+    )
 
 
 def test_ledger_prints_tables_and_exits_0(tmp_path):

@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -20,11 +18,28 @@ from companions.book import sphinx_reader as SR
 
 CHAPTER_DOC = "book/part/chap"
 CHAPTER_ID = "chap-demo"
-LEDGER = {"chapter": CHAPTER_ID, "scale": "smoke", "seed": 3, "device": "cpu", "params": {},
-          "wall_seconds": 12.5, "python": "python",
-          "claims": [{"id": f"c{i}", "source": "Theorem 1", "kind": "identity", "status": s, "expected": 0,
-                      "observed": 0, "tolerance": 0, "note": ""}
-                     for i, s in enumerate(["holds", "holds", "holds", "reproduced", "differs"])]}
+LEDGER = {
+    "chapter": CHAPTER_ID,
+    "scale": "smoke",
+    "seed": 3,
+    "device": "cpu",
+    "params": {},
+    "wall_seconds": 12.5,
+    "python": "python",
+    "claims": [
+        {
+            "id": f"c{i}",
+            "source": "Theorem 1",
+            "kind": "identity",
+            "status": s,
+            "expected": 0,
+            "observed": 0,
+            "tolerance": 0,
+            "note": "",
+        }
+        for i, s in enumerate(["holds", "holds", "holds", "reproduced", "differs"])
+    ],
+}
 
 CHAPTER_MD = """---
 jupytext:
@@ -109,8 +124,16 @@ def build(tmp_path: Path, monkeypatch, mode: str = "fresh", theme_options: dict 
     ledgers.mkdir()
     monkeypatch.setenv("BOOK_LEDGER_DIR", str(ledgers))
     warnings = io.StringIO()
-    app = Sphinx(str(src), str(src), str(tmp_path / "html"), str(tmp_path / "doctrees"), "html",
-                 status=None, warning=warnings, freshenv=True)
+    app = Sphinx(
+        str(src),
+        str(src),
+        str(tmp_path / "html"),
+        str(tmp_path / "doctrees"),
+        "html",
+        status=None,
+        warning=warnings,
+        freshenv=True,
+    )
     app.build()
     return tmp_path / "html", warnings.getvalue()
 
@@ -126,9 +149,13 @@ def test_ledger_page_is_read_last_and_always():
     docs = ["book/a", SL.LEDGER_DOC, "book/z"]
     SL._ledger_last(None, None, docs)
     assert docs == ["book/a", "book/z", SL.LEDGER_DOC]
-    env = SimpleNamespace(found_docs={"book/a", SL.LEDGER_DOC, "book/intro"}, companions_summary_docs={"book/intro"})
+    env = SimpleNamespace(
+        found_docs={"book/a", SL.LEDGER_DOC, "book/intro"}, companions_summary_docs={"book/intro"}
+    )
     assert SL._always_outdated(None, env, set(), set(), set()) == ["book/intro", SL.LEDGER_DOC]
-    assert SL._always_outdated(None, SimpleNamespace(found_docs={"book/a"}), set(), set(), set()) == []
+    assert (
+        SL._always_outdated(None, SimpleNamespace(found_docs={"book/a"}), set(), set(), set()) == []
+    )
 
 
 def test_status_counts_and_ledger_dir(tmp_path, monkeypatch):
@@ -153,36 +180,56 @@ def test_chapter_docs_are_the_declared_chapters():
 
 
 def test_banner_summary_notebook_and_mathjax(tmp_path, monkeypatch, demo_chapter):
-    html, warnings = build(tmp_path, monkeypatch, "fresh",
-                           {"repository_url": "https://github.com/org/book", "repository_branch": "main",
-                            "launch_buttons": {"binderhub_url": "https://mybinder.org"}})
+    html, warnings = build(
+        tmp_path,
+        monkeypatch,
+        "fresh",
+        {
+            "repository_url": "https://github.com/org/book",
+            "repository_branch": "main",
+            "launch_buttons": {"binderhub_url": "https://mybinder.org"},
+        },
+    )
     assert warnings == "", warnings
     page = (html / f"{CHAPTER_DOC}.html").read_text()
-    banner = _text(page[page.index("companions-banner"):page.index("Some maths")])
+    banner = _text(page[page.index("companions-banner") : page.index("Some maths")])
     assert "Rendered at scale smoke (the test scale" in banner and "on cpu , seed 3" in banner
     assert "5 claims: 3 holds , 1 reproduced , 1 differs , 0 fails" in banner
     assert page.index("companions-banner") > page.index("<h1"), "the banner sits under the title"
     assert 'href="../../_notebooks/book/part/chap.ipynb"' in page
-    assert "https://colab.research.google.com/github/org/book/blob/gh-pages/_notebooks/book/part/chap.ipynb" in page
+    assert (
+        "https://colab.research.google.com/github/org/book/blob/gh-pages/_notebooks/book/part/chap.ipynb"
+        in page
+    )
     assert "https://mybinder.org/v2/gh/org/book/main?urlpath=lab/tree/book/part/chap.md" in page
     assert 'src="../../_static/mathjax/tex-mml-chtml.js' in page and "cdn.jsdelivr" not in page
     assert page.count("THEBE_JS_URL =") <= 1
 
     intro = _text((html / "book" / "intro.html").read_text())
-    assert "chapter scale device claims holds reproduced differs fails A demo chapter smoke cpu 5 3 1 1 0" in intro
+    assert (
+        "chapter scale device claims holds reproduced differs fails A demo chapter smoke cpu 5 3 1 1 0"
+        in intro
+    )
 
     nb = nbformat.read(str(html / "_notebooks" / f"{CHAPTER_DOC}.ipynb"), as_version=4)
     nbformat.validate(nb)
-    assert SR.SETUP_TAG in nb.cells[1].metadata["tags"] and "git+https://github.com/org/book" in nb.cells[1].source
+    assert (
+        SR.SETUP_TAG in nb.cells[1].metadata["tags"]
+        and "git+https://github.com/org/book" in nb.cells[1].source
+    )
     assert "parameters" in nb.cells[2].metadata["tags"] and "jupytext" not in nb.metadata
     assert (html / "_static" / "mathjax" / "tex-mml-chtml.js").is_file()
-    assert not (html / "_static" / "mathjax" / "tex-svg-full.js").exists(), "only the bundle in use is copied"
+    assert not (html / "_static" / "mathjax" / "tex-svg-full.js").exists(), (
+        "only the bundle in use is copied"
+    )
 
 
 def test_missing_ledger_warns(tmp_path, monkeypatch, demo_chapter):
     html, warnings = build(tmp_path, monkeypatch, "none")
     assert f"chapter {CHAPTER_ID!r} wrote no ledger" in warnings
-    assert "No ledger of chapter chap-demo was written in this build" in _text((html / f"{CHAPTER_DOC}.html").read_text())
+    assert "No ledger of chapter chap-demo was written in this build" in _text(
+        (html / f"{CHAPTER_DOC}.html").read_text()
+    )
     assert "not run" in _text((html / "book" / "intro.html").read_text())
 
 
@@ -201,39 +248,78 @@ def test_mathjax_package_is_installed():
 
 
 def test_launch_urls():
-    app = SimpleNamespace(config=SimpleNamespace(
-        html_theme_options={"repository_url": "https://github.com/org/repo.git/", "repository_branch": "dev",
-                            "path_to_docs": "", "launch_buttons": {"binderhub_url": "https://mybinder.org/"}},
-        companions_notebooks_branch="pages"))
+    app = SimpleNamespace(
+        config=SimpleNamespace(
+            html_theme_options={
+                "repository_url": "https://github.com/org/repo.git/",
+                "repository_branch": "dev",
+                "path_to_docs": "",
+                "launch_buttons": {"binderhub_url": "https://mybinder.org/"},
+            },
+            companions_notebooks_branch="pages",
+        )
+    )
     assert SR.repository(app) == ("https://github.com/org/repo.git", "org", "repo")
-    assert SR.colab_url(app, "book/x/y") == \
-        "https://colab.research.google.com/github/org/repo/blob/pages/_notebooks/book/x/y.ipynb"
-    assert SR.binder_url(app, "book/x/y") == "https://mybinder.org/v2/gh/org/repo/dev?urlpath=lab/tree/book/x/y.md"
+    assert (
+        SR.colab_url(app, "book/x/y")
+        == "https://colab.research.google.com/github/org/repo/blob/pages/_notebooks/book/x/y.ipynb"
+    )
+    assert (
+        SR.binder_url(app, "book/x/y")
+        == "https://mybinder.org/v2/gh/org/repo/dev?urlpath=lab/tree/book/x/y.md"
+    )
     app.config.html_theme_options = {"repository_url": "https://gitlab.com/org/repo"}
-    assert SR.repository(app) is None and SR.colab_url(app, "a") is None and SR.binder_url(app, "a") is None
+    assert (
+        SR.repository(app) is None
+        and SR.colab_url(app, "a") is None
+        and SR.binder_url(app, "a") is None
+    )
 
 
 def test_launch_buttons_rewritten(monkeypatch, demo_chapter):
-    app = SimpleNamespace(config=SimpleNamespace(html_theme_options={"repository_url": "https://github.com/o/r"},
-                                                 companions_notebooks_branch="gh-pages"))
+    app = SimpleNamespace(
+        config=SimpleNamespace(
+            html_theme_options={"repository_url": "https://github.com/o/r"},
+            companions_notebooks_branch="gh-pages",
+        )
+    )
+
     def context():
-        return {"header_buttons": [{"label": "launch-buttons", "buttons": [
-            {"text": "Binder", "url": "b"}, {"text": "Colab", "url": "https://colab/x.md"}]}]}
+        return {
+            "header_buttons": [
+                {
+                    "label": "launch-buttons",
+                    "buttons": [
+                        {"text": "Binder", "url": "b"},
+                        {"text": "Colab", "url": "https://colab/x.md"},
+                    ],
+                }
+            ]
+        }
+
     ctx = context()
     SR._fix_launch_buttons(app, CHAPTER_DOC, "page.html", ctx, None)
     assert [b["url"] for b in ctx["header_buttons"][0]["buttons"]] == [
-        "b", f"https://colab.research.google.com/github/o/r/blob/gh-pages/_notebooks/{CHAPTER_DOC}.ipynb"]
+        "b",
+        f"https://colab.research.google.com/github/o/r/blob/gh-pages/_notebooks/{CHAPTER_DOC}.ipynb",
+    ]
     ctx = context()
     SR._fix_launch_buttons(app, "book/ledger", "page.html", ctx, None)
-    assert [b["text"] for b in ctx["header_buttons"][0]["buttons"]] == ["Binder"], "Colab cannot open a .md"
+    assert [b["text"] for b in ctx["header_buttons"][0]["buttons"]] == ["Binder"], (
+        "Colab cannot open a .md"
+    )
 
 
 def test_clean_console_drops_repeated_scripts():
     from sphinx.builders.html._assets import _JavaScript
 
     body = "const THEBE_JS_URL = 1"
-    scripts = [_JavaScript("_static/a.js"), _JavaScript(None, body=body), _JavaScript("", body=body, priority=500),
-               _JavaScript("_static/a.js")]
+    scripts = [
+        _JavaScript("_static/a.js"),
+        _JavaScript(None, body=body),
+        _JavaScript("", body=body, priority=500),
+        _JavaScript("_static/a.js"),
+    ]
     ctx = {"script_files": scripts}
     SR._clean_console(None, "p", "page.html", ctx, None)
     assert len(ctx["script_files"]) == 2 and ctx["default_mode"] == "auto"
@@ -246,4 +332,6 @@ def test_notebook_of_a_chapter(tmp_path):
     assert nb.cells[0].cell_type == "markdown" and SR.SETUP_TAG in nb.cells[1].metadata["tags"]
     assert "'companions'" in nb.cells[1].source
     ns: dict = {}
-    exec(compile(nb.cells[1].source, "setup-cell", "exec"), ns)  # companions is importable: installs nothing
+    exec(
+        compile(nb.cells[1].source, "setup-cell", "exec"), ns
+    )  # companions is importable: installs nothing

@@ -19,21 +19,31 @@ def gen(seed=0):
 def test_eps_vector_and_probs():
     eps = cd.eps_vector(9, 5, 1.0, 0.3)
     assert eps == [1.0] * 5 + [0.3] * 4
-    assert torch.allclose(cd.activation_probs(eps, 0.25), torch.tensor([0.25] * 5 + [0.075] * 4, dtype=torch.float64))
+    assert torch.allclose(
+        cd.activation_probs(eps, 0.25), torch.tensor([0.25] * 5 + [0.075] * 4, dtype=torch.float64)
+    )
     assert float(cd.activation_probs([10.0], 0.25)[0]) == 1.0
 
 
 def test_dictionary_is_column_orthonormal():
     M = cd.dictionary(3, 50, 7, gen())
-    assert torch.allclose(M.transpose(-1, -2) @ M, torch.eye(7, dtype=torch.float64).expand(3, 7, 7), atol=1e-12)
+    assert torch.allclose(
+        M.transpose(-1, -2) @ M, torch.eye(7, dtype=torch.float64).expand(3, 7, 7), atol=1e-12
+    )
 
 
 def test_latents_share_support_and_sign_across_views_and_tokens():
-    zx, zy = cd.sample_latents(cd.activation_probs([1.0, 0.5, 0.2], 0.5)[None].repeat(2, 1), 400, 4, 0.5, 0.6, gen())
+    zx, zy = cd.sample_latents(
+        cd.activation_probs([1.0, 0.5, 0.2], 0.5)[None].repeat(2, 1), 400, 4, 0.5, 0.6, gen()
+    )
     sx, sy = zx.sum(-2), zy.sum(-2)
-    assert torch.equal(sx != 0, sy != 0) and torch.equal(torch.sign(sx), torch.sign(sy))  # Assumption 3.4
+    assert torch.equal(sx != 0, sy != 0) and torch.equal(
+        torch.sign(sx), torch.sign(sy)
+    )  # Assumption 3.4
     sign_tokens = torch.sign(zx)
-    assert bool(((sign_tokens == torch.sign(sx).unsqueeze(-2)) | (sign_tokens == 0)).all())  # Assumption 3.2(ii)
+    assert bool(
+        ((sign_tokens == torch.sign(sx).unsqueeze(-2)) | (sign_tokens == 0)).all()
+    )  # Assumption 3.2(ii)
     assert float(zx.abs().max()) <= 1.0
 
 
@@ -70,13 +80,24 @@ def test_brelu():
     assert torch.equal(cm.brelu(s, torch.tensor(0.0, dtype=torch.float64)), s)
     b = torch.tensor(0.5, dtype=torch.float64)
     assert torch.allclose(cm.brelu(-s, b), -cm.brelu(s, b))
-    assert torch.allclose(cm.brelu(s, b), torch.where(s.abs() > 0.5, s - 0.5 * torch.sign(s), torch.zeros_like(s)))
+    assert torch.allclose(
+        cm.brelu(s, b), torch.where(s.abs() > 0.5, s - 0.5 * torch.sign(s), torch.zeros_like(s))
+    )
 
 
 def test_uniform_attention_equals_softmax_with_zero_scale():
     M = cd.dictionary(2, 20, 3, gen())
-    batch = cd.sample_batch(M, cd.activation_probs([1.0, 1, 1], 0.5)[None].repeat(2, 1), torch.tensor([0.3, 0.3]),
-                            5, 4, 0.5, 1.0, gen(1), pooled=False)
+    batch = cd.sample_batch(
+        M,
+        cd.activation_probs([1.0, 1, 1], 0.5)[None].repeat(2, 1),
+        torch.tensor([0.3, 0.3]),
+        5,
+        4,
+        0.5,
+        1.0,
+        gen(1),
+        pooled=False,
+    )
     W = cm.init_weights(2, 6, 20, 1.0, gen(2))
     b = torch.full((2, 6), 0.2, dtype=torch.float64)
     h_tokens = cm.features(W, batch.x, b, 4, att_scale=0.0)
@@ -85,7 +106,19 @@ def test_uniform_attention_equals_softmax_with_zero_scale():
 
 
 def _setup(**kw):
-    base = dict(d=4, n_maj=2, d1=12, m=5, K=16, n_neg=15, sigma0=0.3, eta=0.05, lam=0.01, tau=2.0, bias=False)
+    base = dict(
+        d=4,
+        n_maj=2,
+        d1=12,
+        m=5,
+        K=16,
+        n_neg=15,
+        sigma0=0.3,
+        eta=0.05,
+        lam=0.01,
+        tau=2.0,
+        bias=False,
+    )
     base.update(kw)
     return tr.Setup(**base)
 
@@ -93,12 +126,22 @@ def _setup(**kw):
 def test_surrogate_gradient_is_tau_times_infonce_gradient():
     s = _setup()
     M = cd.dictionary(2, s.d1, s.d, gen())
-    batch = cd.sample_batch(M, cd.activation_probs([1, 1, .3, .3], .5)[None].repeat(2, 1), torch.tensor([.2, .2]),
-                            s.K, s.L, s.mag_low, 1.0, gen(1))
+    batch = cd.sample_batch(
+        M,
+        cd.activation_probs([1, 1, 0.3, 0.3], 0.5)[None].repeat(2, 1),
+        torch.tensor([0.2, 0.2]),
+        s.K,
+        s.L,
+        s.mag_low,
+        1.0,
+        gen(1),
+    )
     W = cm.init_weights(2, s.m, s.d1, 0.5, gen(2))
     b = torch.zeros(2, s.m, dtype=torch.float64)
     Wg = W.clone().requires_grad_(True)
-    loss = tr.info_nce(cm.features(Wg, batch.x, b, s.L), cm.features(Wg, batch.y, b, s.L), s.tau, s.n_neg).sum()
+    loss = tr.info_nce(
+        cm.features(Wg, batch.x, b, s.L), cm.features(Wg, batch.y, b, s.L), s.tau, s.n_neg
+    ).sum()
     (auto,) = torch.autograd.grad(loss, Wg)
     g, _, _ = tr.gradient(W, b, batch, s)  # paper convention: c_tau = 1
     assert torch.allclose(g, s.tau * auto, atol=1e-12)
@@ -113,44 +156,88 @@ def test_negatives_mask_restricts_the_denominator():
     hx = torch.randn(1, 6, 3, generator=gen(), dtype=torch.float64)
     hy = torch.randn(1, 6, 3, generator=gen(1), dtype=torch.float64)
     S = (hx @ hy.transpose(-1, -2))[0]
-    manual = -sum(float(S[k, k] - torch.logsumexp(S[k, [(k + o) % 6 for o in range(3)]], 0)) for k in range(6)) / 6
+    manual = (
+        -sum(
+            float(S[k, k] - torch.logsumexp(S[k, [(k + o) % 6 for o in range(3)]], 0))
+            for k in range(6)
+        )
+        / 6
+    )
     assert abs(float(tr.info_nce(hx, hy, 1.0, 2)[0]) - manual) < 1e-12
 
 
 def test_paper_and_standard_conventions_give_the_same_trajectory():
     kw = dict(d=4, n_maj=2, d1=12, m=5, K=16, n_neg=15, sigma0=0.3, bias=True, c_b=0.3)
-    a = tr.train(tr.Setup(**kw, tau=2.0, eta=0.05, lam=0.01), torch.tensor([0.5]), torch.tensor([0.1]), 30, gen(), progress=False)
-    b = tr.train(tr.Setup(**kw, tau=2.0, eta=0.1, lam=0.005, grad_scale="standard"), torch.tensor([0.5]), torch.tensor([0.1]),
-                 30, gen(), progress=False)
+    a = tr.train(
+        tr.Setup(**kw, tau=2.0, eta=0.05, lam=0.01),
+        torch.tensor([0.5]),
+        torch.tensor([0.1]),
+        30,
+        gen(),
+        progress=False,
+    )
+    b = tr.train(
+        tr.Setup(**kw, tau=2.0, eta=0.1, lam=0.005, grad_scale="standard"),
+        torch.tensor([0.5]),
+        torch.tensor([0.1]),
+        30,
+        gen(),
+        progress=False,
+    )
     assert torch.allclose(a.W, b.W, atol=1e-12)
 
 
 def test_linear_regime_growth_matches_the_closed_form():
-    s = tr.Setup(d=4, n_maj=2, d1=40, m=20, K=512, n_neg=511, sigma0=1e-4, eta=0.02, lam=0.0, bias=False)
-    h = tr.train(s, torch.full((4,), 0.3), torch.full((4,), 0.2), 100, gen(), progress=False, log_every=10)
+    s = tr.Setup(
+        d=4, n_maj=2, d1=40, m=20, K=512, n_neg=511, sigma0=1e-4, eta=0.02, lam=0.0, bias=False
+    )
+    h = tr.train(
+        s, torch.full((4,), 0.3), torch.full((4,), 0.2), 100, gen(), progress=False, log_every=10
+    )
     E = (h.A.double() ** 2).sum(2)  # (T, R, d)
     slope = (0.5 * (torch.log(E[-1]) - torch.log(E[1])) / float(h.steps[-1] - h.steps[1])).mean(0)
-    pred = torch.log(th.growth_rate(cd.kappa(cd.eps_vector(4, 2, 1, 0.3), s.p0, s.L, s.mag_low), s.eta, 0.0, 511))
+    pred = torch.log(
+        th.growth_rate(cd.kappa(cd.eps_vector(4, 2, 1, 0.3), s.p0, s.L, s.mag_low), s.eta, 0.0, 511)
+    )
     assert torch.allclose(slope, pred, rtol=0.06), (slope, pred)
-    wrong = torch.log(th.growth_rate(cd.kappa(cd.eps_vector(4, 2, 1, 0.3), s.p0, s.L, s.mag_low), s.eta, 0.0, 10 ** 9) * 1.05)
+    wrong = torch.log(
+        th.growth_rate(
+            cd.kappa(cd.eps_vector(4, 2, 1, 0.3), s.p0, s.L, s.mag_low), s.eta, 0.0, 10**9
+        )
+        * 1.05
+    )
     assert not torch.allclose(slope[:2], wrong[:2], rtol=0.02)
-    assert float((h.noise[-1] / h.noise[0] - 1).abs().mean()) < 0.02  # noise directions stay put (features grow e^4)
+    assert (
+        float((h.noise[-1] / h.noise[0] - 1).abs().mean()) < 0.02
+    )  # noise directions stay put (features grow e^4)
 
 
 def test_batch_gradient_matches_the_population_step():
     s = tr.Setup(d=4, n_maj=2, d1=30, m=6, K=256, n_neg=255, sigma0=1e-3, bias=False)
     R = 400
     M = cd.dictionary(1, s.d1, s.d, gen(1)).expand(R, -1, -1)
-    W = (s.sigma0 * torch.randn(1, s.m, s.d1, generator=gen(2), dtype=torch.float64)).expand(R, -1, -1)
+    W = (s.sigma0 * torch.randn(1, s.m, s.d1, generator=gen(2), dtype=torch.float64)).expand(
+        R, -1, -1
+    )
     eps = cd.eps_vector(4, 2, 1.0, 0.3)
     kap = cd.kappa(eps, s.p0, s.L, s.mag_low)
-    batch = cd.sample_batch(M, cd.activation_probs(eps, s.p0).expand(R, -1), torch.full((R,), 0.05, dtype=torch.float64),
-                            s.K, s.L, s.mag_low, 1.0, gen(3))
+    batch = cd.sample_batch(
+        M,
+        cd.activation_probs(eps, s.p0).expand(R, -1),
+        torch.full((R,), 0.05, dtype=torch.float64),
+        s.K,
+        s.L,
+        s.mag_low,
+        1.0,
+        gen(3),
+    )
     g, _, _ = tr.gradient(W, torch.zeros(R, s.m, dtype=torch.float64), batch, s)
     r = th.gradient_ratio_per_feature(g, th.population_gradient(W, M, kap, s.n_neg), M)  # (R, d)
     mu, se = r.mean(0), r.std(0) / math.sqrt(R)
     assert ((mu - 1).abs() <= 4 * se).all() and (se < 0.05).all(), (mu, se)
-    r_bad = th.gradient_ratio_per_feature(g, th.population_gradient(W, M, kap * torch.tensor([1, 1, 2, 2.0]), s.n_neg), M)
+    r_bad = th.gradient_ratio_per_feature(
+        g, th.population_gradient(W, M, kap * torch.tensor([1, 1, 2, 2.0]), s.n_neg), M
+    )
     assert ((r_bad.mean(0) - 1).abs() > 4 * se).any()  # a wrong minority kappa is detected
 
 
@@ -172,7 +259,7 @@ def test_bias_schedule_switches_on_at_t1_and_follows_the_norm():
 
 def test_beta_law_of_the_initial_alignment():
     g = torch.randn(200_000, 9, generator=gen(), dtype=torch.float64)
-    u2 = g[:, 0] ** 2 / (g ** 2).sum(-1)
+    u2 = g[:, 0] ** 2 / (g**2).sum(-1)
     for t in (0.05, 0.2, 0.48):
         assert abs(float((u2 >= t).double().mean()) - th.beta_tail(9, t)) < 0.004
     assert th.beta_tail(9, 1.2) == 0.0
@@ -191,20 +278,32 @@ def test_predicted_t1_mc_follows_the_mean_rule():
     mean, sd = th.predicted_t1_mc(kap, 200, 30, 0.01, 0.0, 255, runs=300, generator=gen())
     lg = torch.log(th.growth_rate(kap, 0.01, 0.0, 255))
     # the median neuron crosses 1/2 near the energy-average time; the mean rule comes a little later
-    assert th.predicted_t1(kap, 200, 0.01, 0.0, 255) < mean < th.predicted_t1(kap, 200, 0.01, 0.0, 255) + 0.5 / float(lg[0])
+    assert (
+        th.predicted_t1(kap, 200, 0.01, 0.0, 255)
+        < mean
+        < th.predicted_t1(kap, 200, 0.01, 0.0, 255) + 0.5 / float(lg[0])
+    )
     assert 0 < sd < 0.2 * mean
-    assert th.predicted_t1_mc(kap, 800, 30, 0.01, 0.0, 255, runs=300, generator=gen())[0] > mean + 0.5 * math.log(4) / float(lg[0])
+    assert th.predicted_t1_mc(kap, 800, 30, 0.01, 0.0, 255, runs=300, generator=gen())[
+        0
+    ] > mean + 0.5 * math.log(4) / float(lg[0])
 
 
 def test_regression_recovers_a_linear_target_and_metrics_count():
     z = torch.randn(2, 300, 1, 3, generator=gen(), dtype=torch.float64)
-    h = torch.cat([z[:, :, 0] @ torch.randn(3, 3, generator=gen(1), dtype=torch.float64), torch.zeros(2, 300, 2, dtype=torch.float64)], -1)
+    h = torch.cat(
+        [
+            z[:, :, 0] @ torch.randn(3, 3, generator=gen(1), dtype=torch.float64),
+            torch.zeros(2, 300, 2, dtype=torch.float64),
+        ],
+        -1,
+    )
     mse, r = cmet.regression_mse(h[:, :200], z[:, :200], h[:, 200:], z[:, 200:], n_maj=1)
     assert float(mse.max()) < 1e-8 and float(r.max()) < 1e-8
     C = torch.tensor([[[0.9, 0.1], [0.4, 0.5], [0.0, 0.2]]], dtype=torch.float64)
     assert cmet.n_aligned(C).tolist() == [[2, 1]]
-    assert cmet.pure_neurons(C ** 2).tolist() == [[[True, False], [False, False], [False, False]]]
-    assert cmet.mixed_neurons(C ** 2).tolist() == [[False, True, False]]
+    assert cmet.pure_neurons(C**2).tolist() == [[[True, False], [False, False], [False, False]]]
+    assert cmet.mixed_neurons(C**2).tolist() == [[False, True, False]]
 
 
 def test_chunked_training_and_evaluation_join_runs():
@@ -215,7 +314,11 @@ def test_chunked_training_and_evaluation_join_runs():
     assert parts.W.shape == whole.W.shape and parts.A.shape == whole.A.shape
     assert torch.allclose(parts.eps[:, -1], torch.tensor([0.5, 1.0, 0.2], dtype=torch.float64))
     cos, zero, mse, r2 = cmet.evaluate_runs(parts, s, slice(1, 3), 50, 30, test_seed=3, chunk=1)
-    assert cos.shape == (2,) and bool(((cos >= -1) & (cos <= 1)).all()) and bool(((zero >= 0) & (zero <= 1)).all())
+    assert (
+        cos.shape == (2,)
+        and bool(((cos >= -1) & (cos <= 1)).all())
+        and bool(((zero >= 0) & (zero <= 1)).all())
+    )
     assert bool((mse >= 0).all())
 
 
@@ -227,10 +330,12 @@ def test_regression_targets():
 
 def test_by_config_groups_repeats_by_config_index():
     """Catches a grouping that ignores the config index or averages over the wrong axis."""
-    _, _, cidx = cd.run_grid([0.1, 0.5], [0.45, 1.25], 3)                 # 4 configs x 3 repeats
+    _, _, cidx = cd.run_grid([0.1, 0.5], [0.45, 1.25], 3)  # 4 configs x 3 repeats
     values = torch.arange(12, dtype=torch.float64)
     mu, sd = cmet.by_config(values, cidx, 4)
-    assert mu.tolist() == [1.0, 4.0, 7.0, 10.0] and torch.allclose(sd, torch.ones(4, dtype=torch.float64))
+    assert mu.tolist() == [1.0, 4.0, 7.0, 10.0] and torch.allclose(
+        sd, torch.ones(4, dtype=torch.float64)
+    )
     mu1, sd1 = cmet.by_config(torch.tensor([2.0, 5.0]), torch.tensor([1, 0]), 2)
     assert mu1.tolist() == [5.0, 2.0] and sd1.tolist() == [0.0, 0.0]
 

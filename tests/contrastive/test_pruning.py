@@ -24,7 +24,9 @@ def gen(seed=0):
 
 
 def _setup(**kw):
-    base = dict(d=4, n_maj=2, d1=20, m=6, K=8, n_neg=7, sigma0=0.3, eta=0.05, lam=0.01, tau=2.0, bias=False)
+    base = dict(
+        d=4, n_maj=2, d1=20, m=6, K=8, n_neg=7, sigma0=0.3, eta=0.05, lam=0.01, tau=2.0, bias=False
+    )
     base.update(kw)
     return tr.Setup(**base)
 
@@ -45,8 +47,13 @@ def _aligned_weights(M, norms, feats, noise=0.0, seed=0):
 def test_magnitude_mask_prunes_the_floor_alpha_m_smallest_norms():
     """Catches pruning the largest norms, ceil/round instead of floor, or one global top-k across runs."""
     m, d1 = 10, 12
-    norms = torch.tensor([[5.0, 0.3, 7.0, 0.1, 2.0, 9.0, 0.2, 4.0, 8.0, 6.0],
-                          [0.05, 3.0, 2.0, 1.0, 9.0, 8.0, 7.0, 6.0, 5.0, 4.0]], dtype=torch.float64)
+    norms = torch.tensor(
+        [
+            [5.0, 0.3, 7.0, 0.1, 2.0, 9.0, 0.2, 4.0, 8.0, 6.0],
+            [0.05, 3.0, 2.0, 1.0, 9.0, 8.0, 7.0, 6.0, 5.0, 4.0],
+        ],
+        dtype=torch.float64,
+    )
     dirs = torch.randn(2, m, d1, generator=gen(), dtype=torch.float64)
     W = norms[..., None] * dirs / dirs.norm(dim=-1, keepdim=True)
     mask = pr.magnitude_mask(W, 0.35)  # floor(3.5) = 3 per run
@@ -86,7 +93,16 @@ def test_bad_alpha_raises_naming_alpha(alpha):
 def _batch_and_weights(s, R=2, seed=0, wscale=0.5):
     M = cd.dictionary(R, s.d1, s.d, gen(seed))
     probs = cd.activation_probs(cd.eps_vector(s.d, s.n_maj, 1.0, 0.3), 0.6)[None].repeat(R, 1)
-    batch = cd.sample_batch(M, probs, torch.full((R,), 0.2, dtype=torch.float64), s.K, s.L, s.mag_low, 1.0, gen(seed + 1))
+    batch = cd.sample_batch(
+        M,
+        probs,
+        torch.full((R,), 0.2, dtype=torch.float64),
+        s.K,
+        s.L,
+        s.mag_low,
+        1.0,
+        gen(seed + 1),
+    )
     W = cm.init_weights(R, s.m, s.d1, wscale, gen(seed + 2))
     return M, batch, W
 
@@ -94,16 +110,16 @@ def _batch_and_weights(s, R=2, seed=0, wscale=0.5):
 def _eq5_by_hand(W, b, batch, s, mask):
     """Eq. (5) written out: g_i = (1/K) sum_k [sum_k' (P_mask[k,k'] - 1[k=k']) h_i(Y_k')] grad h_i(X_k)."""
     L = s.L
-    px, py = batch.x @ W.transpose(-1, -2), batch.y @ W.transpose(-1, -2)   # (R, K, m)
+    px, py = batch.x @ W.transpose(-1, -2), batch.y @ W.transpose(-1, -2)  # (R, K, m)
     hx = L * (torch.relu(px - b[:, None]) - torch.relu(-px - b[:, None]))
     hy = L * (torch.relu(py - b[:, None]) - torch.relu(-py - b[:, None]))
-    dh = L * (px.abs() > b[:, None]).to(W.dtype)                              # d h_i(X) / d <w_i, xbar>
+    dh = L * (px.abs() > b[:, None]).to(W.dtype)  # d h_i(X) / d <w_i, xbar>
     S = (hx * mask[:, None]) @ (hy * mask[:, None]).transpose(-1, -2) / s.tau
     K = s.K
     offs = (torch.arange(K)[None, :] - torch.arange(K)[:, None]) % K
     S = S.masked_fill(offs > s.n_neg, float("-inf"))
     C = torch.softmax(S, -1) - torch.eye(K, dtype=W.dtype)
-    coef = (C @ hy) * dh                                                       # (R, K, m)
+    coef = (C @ hy) * dh  # (R, K, m)
     return torch.einsum("rki,rkd->rid", coef, batch.x) / K * s.c_tau
 
 
@@ -114,7 +130,11 @@ def test_all_ones_mask_equals_no_mask():
     b = torch.zeros(2, s.m, dtype=torch.float64)
     g0, loss0, lp0 = tr.gradient(W, b, batch, s)
     g1, loss1, lp1 = tr.gradient(W, b, batch, s, mask=torch.ones(2, s.m, dtype=torch.float64))
-    assert torch.allclose(g0, g1, atol=1e-12, rtol=0) and torch.allclose(loss0, loss1) and torch.allclose(lp0, lp1)
+    assert (
+        torch.allclose(g0, g1, atol=1e-12, rtol=0)
+        and torch.allclose(loss0, loss1)
+        and torch.allclose(lp0, lp1)
+    )
 
 
 @pytest.mark.parametrize("kw", [dict(), dict(n_neg=3), dict(grad_scale="standard", tau=0.7)])
@@ -138,11 +158,15 @@ def test_masked_gradient_is_eq5_by_hand(kw):
     hx = cm.features(Wg, batch.x, b, s.L, mask=mask)
     hy = cm.features(Wg, batch.y, b, s.L, mask=mask).detach()
     (st,) = torch.autograd.grad(tr.info_nce(hx, hy, s.tau, s.n_neg).sum(), Wg)
-    assert float(st[0, 1].abs().max()) == 0.0 and not torch.allclose(g, st * s.tau * s.c_tau, atol=1e-6)
+    assert float(st[0, 1].abs().max()) == 0.0 and not torch.allclose(
+        g, st * s.tau * s.c_tau, atol=1e-6
+    )
     # kept neurons: masked logits change their gradient too
     g_full, _, _ = tr.gradient(W, b, batch, s)
     assert float((g[0, 0] - g_full[0, 0]).norm()) > 1e-6 * float(g_full[0, 0].norm())
-    assert torch.allclose(_eq5_by_hand(W, b, batch, s, torch.ones_like(mask)), g_full, atol=1e-10, rtol=0)
+    assert torch.allclose(
+        _eq5_by_hand(W, b, batch, s, torch.ones_like(mask)), g_full, atol=1e-10, rtol=0
+    )
 
 
 def test_masked_gradient_eq5_with_a_bias():
@@ -219,10 +243,18 @@ def test_pruner_oracle_is_the_fixed_complement():
     assert torch.equal(p.log.times_pruned(m), 4 * oracle.long())
 
 
-@pytest.mark.parametrize("kw, name", [(dict(rule="random"), "rule"), (dict(rule="oracle"), "oracle"),
-                                      (dict(oracle=torch.zeros(1, 3, dtype=torch.bool)), "oracle"),
-                                      (dict(start=-1), "start"), (dict(every=0), "every"), (dict(start=1.5), "start"),
-                                      (dict(log_every=0), "log_every")])
+@pytest.mark.parametrize(
+    "kw, name",
+    [
+        (dict(rule="random"), "rule"),
+        (dict(rule="oracle"), "oracle"),
+        (dict(oracle=torch.zeros(1, 3, dtype=torch.bool)), "oracle"),
+        (dict(start=-1), "start"),
+        (dict(every=0), "every"),
+        (dict(start=1.5), "start"),
+        (dict(log_every=0), "log_every"),
+    ],
+)
 def test_pruner_bad_parameters_raise(kw, name):
     """Catches a Pruner that accepts an unknown rule, an oracle rule without its set, or a negative start."""
     with pytest.raises(ValueError, match=name):
@@ -295,9 +327,23 @@ def test_oracle_set_and_specialists():
 
 @pytest.fixture(scope="module")
 def checkpoint():
-    s = tr.Setup(d=6, n_maj=3, d1=40, m=12, K=32, n_neg=31, sigma0=0.05, eta=0.1, lam=0.001, tau=1.0,
-                 bias=True, t1_steps=20)
-    ck = tr.train(s, torch.full((3,), 0.3), torch.full((3,), 0.1), 60, gen(0), progress=False, log_every=10)
+    s = tr.Setup(
+        d=6,
+        n_maj=3,
+        d1=40,
+        m=12,
+        K=32,
+        n_neg=31,
+        sigma0=0.05,
+        eta=0.1,
+        lam=0.001,
+        tau=1.0,
+        bias=True,
+        t1_steps=20,
+    )
+    ck = tr.train(
+        s, torch.full((3,), 0.3), torch.full((3,), 0.1), 60, gen(0), progress=False, log_every=10
+    )
     return s, ck
 
 
@@ -312,14 +358,21 @@ def test_resume_is_reproducible_and_continues_the_step_count(checkpoint):
     # the first recorded state is the checkpoint's, bias schedule included (not a fresh b = 0)
     assert torch.allclose(a.A[0], ck.A[-1]) and torch.equal(a.b[0], ck.schedule.b.float())
     assert float(ck.schedule.b.abs().max()) > 0
-    assert torch.equal(a.M, ck.M) and torch.equal(a.probs, ck.probs) and torch.equal(a.sigma, ck.sigma)
+    assert (
+        torch.equal(a.M, ck.M) and torch.equal(a.probs, ck.probs) and torch.equal(a.sigma, ck.sigma)
+    )
     assert not torch.allclose(a.W, ck.W)
 
 
 def test_resume_leaves_the_checkpoint_untouched(checkpoint):
     """Catches a resume that updates the checkpoint's weights or bias schedule in place."""
     s, ck = checkpoint
-    W0, b0, t10, stage0 = ck.W.clone(), ck.schedule.b.clone(), ck.schedule.t1.clone(), ck.schedule.stage.clone()
+    W0, b0, t10, stage0 = (
+        ck.W.clone(),
+        ck.schedule.b.clone(),
+        ck.schedule.t1.clone(),
+        ck.schedule.stage.clone(),
+    )
     h = tr.resume(s, ck, 10, gen(1), progress=False)
     assert torch.equal(ck.W, W0) and torch.equal(ck.schedule.b, b0)
     assert torch.equal(ck.schedule.t1, t10) and torch.equal(ck.schedule.stage, stage0)
@@ -345,7 +398,19 @@ def test_resume_passes_absolute_steps_to_the_mask_hook(checkpoint):
 def test_resume_with_oracle_pruning_grows_the_pruned_projection_faster():
     """Catches eq. (5) implemented as straight-through (pruned neurons frozen) or as no-op masking: pruning
     the j* specialists must speed up their own growth along M_{j*} (Theorem 3.2 (a))."""
-    s = tr.Setup(d=6, n_maj=3, d1=40, m=12, K=32, n_neg=31, sigma0=0.05, eta=0.1, lam=0.0, tau=1.0, bias=False)
+    s = tr.Setup(
+        d=6,
+        n_maj=3,
+        d1=40,
+        m=12,
+        K=32,
+        n_neg=31,
+        sigma0=0.05,
+        eta=0.1,
+        lam=0.0,
+        tau=1.0,
+        bias=False,
+    )
     ck = tr.train(s, torch.full((3,), 0.3), torch.full((3,), 0.1), 60, gen(0), progress=False)
     M = ck.M.double()
     jstar = pr.strongest_minority_feature(ck.W, M, s.n_maj)
@@ -359,7 +424,9 @@ def test_resume_with_oracle_pruning_grows_the_pruned_projection_faster():
     assert bool((gb > ga + 0.001).all()), (ga, gb)
     # other_feature_projection blanks exactly the column j* and keeps max_i |<w_i, M_j>| elsewhere
     oa = pr.other_feature_projection(a, jstar)
-    assert int(torch.isnan(oa).sum()) == oa.shape[0] * 3 and bool(torch.isnan(oa[:, torch.arange(3), jstar]).all())
+    assert int(torch.isnan(oa).sum()) == oa.shape[0] * 3 and bool(
+        torch.isnan(oa[:, torch.arange(3), jstar]).all()
+    )
     j = int((jstar[0] + 1) % s.d)
     assert torch.equal(oa[:, 0, j], a.A[:, 0, :, j].abs().max(-1).values)
 
@@ -385,14 +452,20 @@ def test_first_order_logit_change_matches_finite_difference(n_neg):
     # only the positive logit moves: ell'_p (1 - ell'_p) dS_p
     dpos = torch.diag_embed(torch.diagonal(dS, dim1=-2, dim2=-1))
     lp = torch.diagonal(P, dim1=-2, dim2=-1)
-    assert torch.allclose(pr.first_order_logit_change(P, dpos), lp * (1 - lp) * torch.diagonal(dS, dim1=-2, dim2=-1))
+    assert torch.allclose(
+        pr.first_order_logit_change(P, dpos), lp * (1 - lp) * torch.diagonal(dS, dim1=-2, dim2=-1)
+    )
 
 
 def test_softmax_derivatives_symbolic_gaps_vanish():
     """Catches a wrong (207): every gap between sympy's derivative and the stated form must simplify to 0."""
     for n in (1, 2, 3):
         gap_p, gaps_s = th.softmax_derivatives_symbolic(n)
-        assert sp.simplify(gap_p) == 0 and len(gaps_s) == n and all(sp.simplify(g) == 0 for g in gaps_s)
+        assert (
+            sp.simplify(gap_p) == 0
+            and len(gaps_s) == n
+            and all(sp.simplify(g) == 0 for g in gaps_s)
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -407,8 +480,14 @@ def _hist_like(R=2, d1=30, d=4, n_maj=2, m=8, eps_min=0.3, scale=0.8, noise=0.05
     W = _aligned_weights(M, norms, feats, noise=noise, seed=seed + 2)
     eps = torch.tensor(cd.eps_vector(d, n_maj, 1.0, eps_min), dtype=torch.float64).repeat(R, 1)
     s = tr.Setup(d=d, n_maj=n_maj, d1=d1, m=m, K=32, n_neg=31, tau=1.0, p0=0.5, bias=False)
-    hist = SimpleNamespace(W=W, M=M, b_final=torch.zeros(R, m, dtype=torch.float64), eps=eps,
-                           probs=cd.activation_probs(eps, s.p0), sigma=torch.full((R,), 0.05, dtype=torch.float64))
+    hist = SimpleNamespace(
+        W=W,
+        M=M,
+        b_final=torch.zeros(R, m, dtype=torch.float64),
+        eps=eps,
+        probs=cd.activation_probs(eps, s.p0),
+        sigma=torch.full((R,), 0.05, dtype=torch.float64),
+    )
     return s, hist, feats
 
 
@@ -416,11 +495,16 @@ def test_logit_effect_empty_pruned_set_changes_nothing():
     """Catches a masked branch that differs from the full model when P is empty, or a nonzero (211) at dS = 0."""
     s, hist, _ = _hist_like()
     R = hist.W.shape[0]
-    out = pr.logit_effect(hist, s, torch.zeros(R, s.m, dtype=torch.bool), torch.tensor([3, 3]), 4, gen(1))
+    out = pr.logit_effect(
+        hist, s, torch.zeros(R, s.m, dtype=torch.bool), torch.tensor([3, 3]), 4, gen(1)
+    )
     for D in ("D1", "D2"):
         full, masked = out["one_minus_lp"][D]
         assert torch.allclose(full, masked, atol=1e-14, rtol=0) and bool((full > 0).all())
-        assert float(out["first_order"][D].abs().max()) == 0.0 and float(out["actual"][D].abs().max()) == 0.0
+        assert (
+            float(out["first_order"][D].abs().max()) == 0.0
+            and float(out["actual"][D].abs().max()) == 0.0
+        )
     assert float(out["pos"].abs().max()) == 0.0 and float(out["neg"].abs().max()) == 0.0
 
 
@@ -467,7 +551,11 @@ def test_linear_pair_moment_matches_monte_carlo():
     kap = cd.kappa(hist.eps, s.p0, s.L, s.mag_low, s.token_q)
     exact = pr.linear_pair_moment(hist.W, hist.M, pruned, kap)
     assert exact.shape == (2,) and bool((exact > 0).all())
-    assert bool(((out["pos"] - exact).abs() < 4 * out["pos_se"]).all()), (out["pos"], exact, out["pos_se"])
+    assert bool(((out["pos"] - exact).abs() < 4 * out["pos_se"]).all()), (
+        out["pos"],
+        exact,
+        out["pos_se"],
+    )
     assert bool((out["pos_se"] < 0.1 * exact).all())
     assert bool((out["neg"].abs() < 4 * out["neg_se"]).all()), (out["neg"], out["neg_se"])
     # by hand for one run: sum_{i in P} sum_j <w_i, M_j>^2 kappa_j
@@ -486,7 +574,9 @@ def test_pruned_projection_and_log_growth():
     hist = SimpleNamespace(A=A)
     P = torch.tensor([[True, True, False, False], [False, False, False, True]])
     proj = pr.pruned_projection(hist, P, torch.tensor([1, 2]))
-    assert torch.allclose(proj[:, 0], torch.tensor([1.5, 3.0, 6.0])) and torch.allclose(proj[:, 1], torch.full((3,), 5.0))
+    assert torch.allclose(proj[:, 0], torch.tensor([1.5, 3.0, 6.0])) and torch.allclose(
+        proj[:, 1], torch.full((3,), 5.0)
+    )
     g = pr.log_growth_per_step(proj, torch.tensor([10, 20, 30]))
     assert torch.allclose(g, torch.tensor([math.log(4) / 20, 0.0]))
 
@@ -506,7 +596,9 @@ def test_f4_symbolic_and_times():
     lin, geo = th.f4_times(1.0, 0.2, 1e-8)
     assert abs(geo / lin - math.log(5) / 4) < 1e-6
     assert abs(th.prune_rate(0.02, 0.1, 0.3, 0.7) - 0.02 * 0.1 * 0.3 * 0.7) < 1e-15
-    assert th.prune_rate(0.02, 0.2, 0.3, 0.7) == pytest.approx(2 * th.prune_rate(0.02, 0.1, 0.3, 0.7))
+    assert th.prune_rate(0.02, 0.2, 0.3, 0.7) == pytest.approx(
+        2 * th.prune_rate(0.02, 0.1, 0.3, 0.7)
+    )
     expr, (eps_s, d) = th.extra_rate_ratio_symbolic()
     assert sp.simplify(expr - d / eps_s) == 0
 
@@ -519,7 +611,7 @@ def test_f4_symbolic_and_times():
 def _parse_seed_table2():
     text = SEED_001.read_text(encoding="utf-8")
     start = text.index("Table 2: Linear probe accuracy")
-    block = text[start:text.index("## 5 LIMITATION", start)]
+    block = text[start : text.index("## 5 LIMITATION", start)]
     rows, dataset = [], None
     for line in block.splitlines():
         fields = line.split("\t")
@@ -559,32 +651,38 @@ def test_table2_rows_and_claims():
 
 def test_table2_claims_on_a_hand_built_table(monkeypatch):
     """Catches a strict monotonicity test (equal gains are not a fall) or ties counted as Delta20 reductions."""
-    table = (("A", 1, 50.0, None, 51.0, None, 2.0, None, 2.0, None),
-             ("A", 10, 50.0, 1.0, 51.0, 1.0, 3.0, 1.0, 2.5, 1.0),
-             ("A", 50, 50.0, 1.0, 52.5, 1.0, 3.0, 1.0, 3.5, 1.0),
-             ("B", 10, 40.0, 0.5, 43.0, 0.5, 5.0, 0.5, 4.0, 0.5),
-             ("B", 50, 40.0, 0.5, 42.0, 0.5, 5.0, 0.5, 4.0, 0.5),
-             ("C", 5, 60.0, None, 59.5, None, 1.0, None, 0.5, None))
+    table = (
+        ("A", 1, 50.0, None, 51.0, None, 2.0, None, 2.0, None),
+        ("A", 10, 50.0, 1.0, 51.0, 1.0, 3.0, 1.0, 2.5, 1.0),
+        ("A", 50, 50.0, 1.0, 52.5, 1.0, 3.0, 1.0, 3.5, 1.0),
+        ("B", 10, 40.0, 0.5, 43.0, 0.5, 5.0, 0.5, 4.0, 0.5),
+        ("B", 50, 40.0, 0.5, 42.0, 0.5, 5.0, 0.5, 4.0, 0.5),
+        ("C", 5, 60.0, None, 59.5, None, 1.0, None, 0.5, None),
+    )
     monkeypatch.setattr(pr, "TABLE_2", table)
     claims = pr.table2_claims()
     assert claims["rows"] == 6 and claims["improves"] is False  # C's gain is negative
     assert claims["grows_with_rho"] == {"A": True, "B": False}  # C has one row: no claim
     assert claims["reduces_delta20"] == 4  # A rho=1 (tie) and A rho=50 (rise) do not count
     rows = pr.table2_rows()
-    assert rows[1]["gain_in_sd"] == round(1.0 / math.sqrt(2), 2) and rows[2]["delta20_change"] == 0.5
+    assert (
+        rows[1]["gain_in_sd"] == round(1.0 / math.sqrt(2), 2) and rows[2]["delta20_change"] == 0.5
+    )
 
 
 def test_minority_rule_prunes_the_most_minority_aligned_neurons():
     """Catches a 'minority' rule that ranks by the wrong subspace, the wrong direction, or ignores n_maj."""
     d1, d, n_maj = 20, 4, 2
-    M = torch.eye(d1, dtype=torch.float64)[:, :d][None]            # M_j = e_j
+    M = torch.eye(d1, dtype=torch.float64)[:, :d][None]  # M_j = e_j
     W = torch.zeros(1, 5, d1, dtype=torch.float64)
-    W[0, 0, 0] = 1.0                                               # majority only
-    W[0, 1, 2] = 1.0; W[0, 1, 0] = 1.0                             # half minority
-    W[0, 2, 3] = 1.0                                               # pure minority
-    W[0, 3, 10] = 1.0                                              # noise only
-    W[0, 4, 1] = 3.0; W[0, 4, 2] = 0.1                             # majority, a little minority
-    mask = pr.minority_mask(W, M, 0.4, n_maj)                      # floor(0.4 * 5) = 2 pruned
+    W[0, 0, 0] = 1.0  # majority only
+    W[0, 1, 2] = 1.0
+    W[0, 1, 0] = 1.0  # half minority
+    W[0, 2, 3] = 1.0  # pure minority
+    W[0, 3, 10] = 1.0  # noise only
+    W[0, 4, 1] = 3.0
+    W[0, 4, 2] = 0.1  # majority, a little minority
+    mask = pr.minority_mask(W, M, 0.4, n_maj)  # floor(0.4 * 5) = 2 pruned
     assert mask[0].tolist() == [1.0, 0.0, 0.0, 1.0, 1.0]
     p = pr.Pruner(0.4, "minority", n_maj=n_maj)
     assert torch.equal(p(0, W, M), mask)
@@ -597,12 +695,31 @@ def test_eq5_gradient_written_out_matches_the_training_step(attention):
     """Catches a training step (or a written-out eq. (5)) that masks h_i, drops the activation indicators, or
     takes the logits from the full model."""
     g = gen(11)
-    s = tr.Setup(d1=40, m=8, K=16, n_neg=9, attention=attention, att_scale=0.5 if attention == "softmax" else 0.0, grad_scale="standard", tau=0.7)
+    s = tr.Setup(
+        d1=40,
+        m=8,
+        K=16,
+        n_neg=9,
+        attention=attention,
+        att_scale=0.5 if attention == "softmax" else 0.0,
+        grad_scale="standard",
+        tau=0.7,
+    )
     M = cd.dictionary(2, s.d1, s.d, g)
     W = cm.init_weights(2, s.m, s.d1, 0.3, g)
     b = 0.1 * W.norm(dim=-1)
     probs = cd.activation_probs(torch.tensor([cd.eps_vector(s.d, s.n_maj, 1.0, 0.5)] * 2), 0.5)
-    batch = cd.sample_batch(M, probs, torch.full((2,), 0.05), s.K, s.L, s.mag_low, s.token_q, g, pooled=attention == "uniform")
+    batch = cd.sample_batch(
+        M,
+        probs,
+        torch.full((2,), 0.05),
+        s.K,
+        s.L,
+        s.mag_low,
+        s.token_q,
+        g,
+        pooled=attention == "uniform",
+    )
     mask = pr.magnitude_mask(W, 0.25)
     g_train, _, _ = tr.gradient(W, b, batch, s, mask)
     g_eq5 = pr.eq5_gradient(W, b, batch, s, mask)
@@ -620,5 +737,9 @@ def test_prunelog_since_keeps_the_later_steps_only():
         p(t, torch.randn(R, m, d1, generator=gen(t), dtype=torch.float64), M)
     late = p.log.since(4)
     assert late.steps.tolist() == [4, 5]
-    assert late.ids.shape == (2, 1, 1) and late.dominant.shape == late.cos2.shape == late.norm.shape == (2, 1, 1)
+    assert late.ids.shape == (
+        2,
+        1,
+        1,
+    ) and late.dominant.shape == late.cos2.shape == late.norm.shape == (2, 1, 1)
     assert torch.equal(late.times_pruned(m), torch.tensor([[0, 2, 0, 0]]))

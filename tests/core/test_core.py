@@ -7,8 +7,6 @@ on any real chapter's presets.
 from __future__ import annotations
 
 import json
-import math
-import os
 import random
 import sys
 
@@ -40,15 +38,21 @@ PRESETS = {
 @pytest.fixture
 def chapter(monkeypatch):
     monkeypatch.delenv(S.SCALE_ENV, raising=False)
-    ch = S.register_chapter(S.Chapter(
-        id=CHAPTER_ID, title="A throwaway chapter", notebook="book/_test/nothing.md",
-        params={
-            "n": S.Int(1, 100, doc="a size"),
-            "lr": S.Float(0, 1, low_open=True, doc="a step size"),
-            "mode": S.Choice(("a", "b")),
-            "sizes": S.ListOf(S.Int(1), min_len=2, max_len=4),
-        },
-        presets=PRESETS, checks=(_sizes_fit_n,)))
+    ch = S.register_chapter(
+        S.Chapter(
+            id=CHAPTER_ID,
+            title="A throwaway chapter",
+            notebook="book/_test/nothing.md",
+            params={
+                "n": S.Int(1, 100, doc="a size"),
+                "lr": S.Float(0, 1, low_open=True, doc="a step size"),
+                "mode": S.Choice(("a", "b")),
+                "sizes": S.ListOf(S.Int(1), min_len=2, max_len=4),
+            },
+            presets=PRESETS,
+            checks=(_sizes_fit_n,),
+        )
+    )
     yield ch
     S._REGISTRY.pop(CHAPTER_ID, None)
 
@@ -71,21 +75,24 @@ def test_overrides_replace_preset_values(chapter):
     assert cfg.lr == PRESETS["smoke"]["lr"]
 
 
-@pytest.mark.parametrize("name, value, fragment", [
-    ("n", 0, "parameter 'n' = 0"),
-    ("n", -3, "parameter 'n' = -3"),
-    ("n", 101, "parameter 'n' = 101"),
-    ("n", 2.5, "parameter 'n' = 2.5"),
-    ("n", True, "parameter 'n' = True"),
-    ("n", "4", "parameter 'n' = '4'"),
-    ("lr", 0, "parameter 'lr' = 0"),        # the low end is open
-    ("lr", 1.5, "parameter 'lr' = 1.5"),
-    ("lr", float("nan"), "parameter 'lr' = nan"),
-    ("lr", float("inf"), "parameter 'lr' = inf"),
-    ("mode", "c", "parameter 'mode' = 'c'"),
-    ("device", "tpu", "parameter 'device' = 'tpu'"),
-    ("seed", -1, "parameter 'seed' = -1"),
-])
+@pytest.mark.parametrize(
+    "name, value, fragment",
+    [
+        ("n", 0, "parameter 'n' = 0"),
+        ("n", -3, "parameter 'n' = -3"),
+        ("n", 101, "parameter 'n' = 101"),
+        ("n", 2.5, "parameter 'n' = 2.5"),
+        ("n", True, "parameter 'n' = True"),
+        ("n", "4", "parameter 'n' = '4'"),
+        ("lr", 0, "parameter 'lr' = 0"),  # the low end is open
+        ("lr", 1.5, "parameter 'lr' = 1.5"),
+        ("lr", float("nan"), "parameter 'lr' = nan"),
+        ("lr", float("inf"), "parameter 'lr' = inf"),
+        ("mode", "c", "parameter 'mode' = 'c'"),
+        ("device", "tpu", "parameter 'device' = 'tpu'"),
+        ("seed", -1, "parameter 'seed' = -1"),
+    ],
+)
 def test_bad_value_names_the_parameter_and_value(chapter, name, value, fragment):
     with pytest.raises(ValueError) as err:
         S.preset(CHAPTER_ID, "smoke", **{name: value})
@@ -106,14 +113,17 @@ def test_integral_floats_are_accepted_as_ints(chapter):
     assert S.preset(CHAPTER_ID, "smoke", lr=1).lr == 1.0  # closed high end
 
 
-@pytest.mark.parametrize("value, fragment", [
-    ([1], "parameter 'sizes' = [1]"),                   # too short
-    ([1, 2, 3, 4, 5], "parameter 'sizes' = [1, 2, 3, 4, 5]"),  # too long
-    ("12", "parameter 'sizes' = '12'"),                 # a string is not a list
-    (3, "parameter 'sizes' = 3"),
-    ([1, 0], "parameter 'sizes[1]' = 0"),               # the bad item is named by index
-    ([1, 2.5], "parameter 'sizes[1]' = 2.5"),
-])
+@pytest.mark.parametrize(
+    "value, fragment",
+    [
+        ([1], "parameter 'sizes' = [1]"),  # too short
+        ([1, 2, 3, 4, 5], "parameter 'sizes' = [1, 2, 3, 4, 5]"),  # too long
+        ("12", "parameter 'sizes' = '12'"),  # a string is not a list
+        (3, "parameter 'sizes' = 3"),
+        ([1, 0], "parameter 'sizes[1]' = 0"),  # the bad item is named by index
+        ([1, 2.5], "parameter 'sizes[1]' = 2.5"),
+    ],
+)
 def test_list_validation(chapter, value, fragment):
     with pytest.raises(ValueError) as err:
         S.preset(CHAPTER_ID, "smoke", sizes=value)
@@ -124,7 +134,12 @@ def test_list_values_become_tuples_and_params_lists(chapter):
     cfg = S.preset(CHAPTER_ID, "smoke", sizes=(2, 3), ledger_dir="/tmp/x")
     assert cfg.sizes == (2, 3)
     params = cfg.params()
-    assert params == {"n": 2, "lr": 0.5, "mode": "a", "sizes": [2, 3]}  # no device, seed, ledger_dir
+    assert params == {
+        "n": 2,
+        "lr": 0.5,
+        "mode": "a",
+        "sizes": [2, 3],
+    }  # no device, seed, ledger_dir
     json.dumps(params)
 
 
@@ -187,9 +202,25 @@ def test_config_missing_attribute_raises_attribute_error(chapter):
 
 
 def test_none_overrides_are_ignored(chapter):
-    cfg = S.preset(CHAPTER_ID, "default", n=None, lr=None, mode=None, sizes=None, device=None,
-                   seed=None, ledger_dir=None)
-    assert dict(cfg) == {"device": "auto", "seed": 0, "n": 10, "lr": 0.1, "mode": "b", "sizes": (1, 2, 3)}
+    cfg = S.preset(
+        CHAPTER_ID,
+        "default",
+        n=None,
+        lr=None,
+        mode=None,
+        sizes=None,
+        device=None,
+        seed=None,
+        ledger_dir=None,
+    )
+    assert dict(cfg) == {
+        "device": "auto",
+        "seed": 0,
+        "n": 10,
+        "lr": 0.1,
+        "mode": "b",
+        "sizes": (1, 2, 3),
+    }
     assert "ledger_dir" not in cfg
 
 
@@ -200,22 +231,42 @@ def test_ledger_dir_is_kept_as_a_string(chapter, tmp_path):
 
 def test_chapter_must_have_every_scale():
     with pytest.raises(ValueError, match="paper"):
-        S.Chapter(id="_x", title="x", notebook="x.md", params={"n": S.Int(1)},
-                  presets={"smoke": {"n": 1}, "default": {"n": 1}})
+        S.Chapter(
+            id="_x",
+            title="x",
+            notebook="x.md",
+            params={"n": S.Int(1)},
+            presets={"smoke": {"n": 1}, "default": {"n": 1}},
+        )
 
 
 def test_chapter_presets_must_match_params():
     with pytest.raises(ValueError, match="missing"):
-        S.Chapter(id="_x", title="x", notebook="x.md", params={"n": S.Int(1), "m": S.Int(1)},
-                  presets={s: {"n": 1} for s in S.SCALES})
+        S.Chapter(
+            id="_x",
+            title="x",
+            notebook="x.md",
+            params={"n": S.Int(1), "m": S.Int(1)},
+            presets={s: {"n": 1} for s in S.SCALES},
+        )
     with pytest.raises(ValueError, match="unknown"):
-        S.Chapter(id="_x", title="x", notebook="x.md", params={"n": S.Int(1)},
-                  presets={s: {"n": 1, "extra": 2} for s in S.SCALES})
+        S.Chapter(
+            id="_x",
+            title="x",
+            notebook="x.md",
+            params={"n": S.Int(1)},
+            presets={s: {"n": 1, "extra": 2} for s in S.SCALES},
+        )
 
 
 def test_a_chapter_id_cannot_be_declared_twice(chapter):
-    other = S.Chapter(id=CHAPTER_ID, title="another", notebook="y.md", params={"n": S.Int(1)},
-                      presets={s: {"n": 1} for s in S.SCALES})
+    other = S.Chapter(
+        id=CHAPTER_ID,
+        title="another",
+        notebook="y.md",
+        params={"n": S.Int(1)},
+        presets={s: {"n": 1} for s in S.SCALES},
+    )
     with pytest.raises(ValueError, match="declared twice"):
         S.register_chapter(other)
     assert S.register_chapter(chapter) is chapter  # re-declaring the same chapter is harmless
@@ -240,12 +291,15 @@ def test_spec_descriptions():
 def _strict_json(text: str):
     def reject(constant):
         raise ValueError(f"non-standard JSON constant {constant}")
+
     return json.loads(text, parse_constant=reject)
 
 
 @pytest.fixture
 def led(chapter, tmp_path):
-    return L.Ledger(S.preset(CHAPTER_ID, "smoke", device="cpu", seed=3, ledger_dir=tmp_path / "ledgers"))
+    return L.Ledger(
+        S.preset(CHAPTER_ID, "smoke", device="cpu", seed=3, ledger_dir=tmp_path / "ledgers")
+    )
 
 
 def test_check_status_is_computed(led):
@@ -255,20 +309,42 @@ def test_check_status_is_computed(led):
     assert [c["id"] for c in led.failed] == ["b"]
 
 
-@pytest.mark.parametrize("observed, tolerance, status", [
-    (1.0, 0.0, "holds"), (1.05, 0.1, "holds"), (1.2, 0.1, "fails"), (0.8, 0.1, "fails"),
-    (float("nan"), 1e9, "fails"), (float("inf"), 1e9, "fails"), (float("nan"), float("inf"), "fails"),
-])
+@pytest.mark.parametrize(
+    "observed, tolerance, status",
+    [
+        (1.0, 0.0, "holds"),
+        (1.05, 0.1, "holds"),
+        (1.2, 0.1, "fails"),
+        (0.8, 0.1, "fails"),
+        (float("nan"), 1e9, "fails"),
+        (float("inf"), 1e9, "fails"),
+        (float("nan"), float("inf"), "fails"),
+    ],
+)
 def test_check_close(led, observed, tolerance, status):
-    claim = led.check_close("x", "Lemma 2", "bound", expected=1.0, observed=observed, tolerance=tolerance)
+    claim = led.check_close(
+        "x", "Lemma 2", "bound", expected=1.0, observed=observed, tolerance=tolerance
+    )
     assert claim["status"] == status
 
 
 def test_check_at_most(led):
-    assert led.check_at_most("under", "Theorem 3", "bound", bound=2.0, observed=1.5)["status"] == "holds"
-    assert led.check_at_most("equal", "Theorem 3", "bound", bound=2.0, observed=2.0)["status"] == "holds"
-    assert led.check_at_most("over", "Theorem 3", "bound", bound=2.0, observed=2.5)["status"] == "fails"
-    assert led.check_at_most("nan", "Theorem 3", "bound", bound=2.0, observed=float("nan"))["status"] == "fails"
+    assert (
+        led.check_at_most("under", "Theorem 3", "bound", bound=2.0, observed=1.5)["status"]
+        == "holds"
+    )
+    assert (
+        led.check_at_most("equal", "Theorem 3", "bound", bound=2.0, observed=2.0)["status"]
+        == "holds"
+    )
+    assert (
+        led.check_at_most("over", "Theorem 3", "bound", bound=2.0, observed=2.5)["status"]
+        == "fails"
+    )
+    assert (
+        led.check_at_most("nan", "Theorem 3", "bound", bound=2.0, observed=float("nan"))["status"]
+        == "fails"
+    )
 
 
 def test_compare_status(led):
@@ -302,13 +378,29 @@ def test_duplicate_and_empty_ids_are_rejected(led):
 def test_ledger_json_is_strict_and_complete(led, tmp_path):
     led.check_close("nan-gap", "Lemma 1", "bound", 0.0, float("nan"), 1.0, note="float64")
     led.check("inf", "Lemma 2", "bound", False, float("inf"), float("-inf"))
-    led.compare("arr", "Figure 1", np.array([1.0, 2.0]), torch.tensor([1.0, 2.5]), agrees=False, note="n=4")
+    led.compare(
+        "arr", "Figure 1", np.array([1.0, 2.0]), torch.tensor([1.0, 2.5]), agrees=False, note="n=4"
+    )
     led.check("np", "Lemma 3", "identity", True, np.float64(0.25), np.int64(3))
     path = led.write()
     assert path == tmp_path / "ledgers" / f"{CHAPTER_ID}.json"
     data = _strict_json(path.read_text())
-    assert set(data) >= {"chapter", "scale", "seed", "device", "params", "wall_seconds", "python", "claims"}
-    assert (data["chapter"], data["scale"], data["seed"], data["device"]) == (CHAPTER_ID, "smoke", 3, "cpu")
+    assert set(data) >= {
+        "chapter",
+        "scale",
+        "seed",
+        "device",
+        "params",
+        "wall_seconds",
+        "python",
+        "claims",
+    }
+    assert (data["chapter"], data["scale"], data["seed"], data["device"]) == (
+        CHAPTER_ID,
+        "smoke",
+        3,
+        "cpu",
+    )
     assert data["params"] == {"n": 2, "lr": 0.5, "mode": "a", "sizes": [1, 2]}
     assert data["python"] == sys.executable
     assert data["wall_seconds"] >= 0
@@ -318,7 +410,16 @@ def test_ledger_json_is_strict_and_complete(led, tmp_path):
     assert by_id["arr"]["expected"] == [1.0, 2.0] and by_id["arr"]["observed"] == [1.0, 2.5]
     assert by_id["np"]["expected"] == 0.25 and by_id["np"]["observed"] == 3
     for claim in data["claims"]:
-        assert set(claim) >= {"id", "source", "kind", "status", "expected", "observed", "tolerance", "note"}
+        assert set(claim) >= {
+            "id",
+            "source",
+            "kind",
+            "status",
+            "expected",
+            "observed",
+            "tolerance",
+            "note",
+        }
     assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary file left behind
 
 
@@ -379,17 +480,45 @@ def test_find_root(tmp_path):
 
 
 def _claim(id, status, kind="identity"):
-    return {"id": id, "source": "T", "kind": kind, "status": status, "expected": 0, "observed": 0,
-            "tolerance": None, "note": ""}
+    return {
+        "id": id,
+        "source": "T",
+        "kind": kind,
+        "status": status,
+        "expected": 0,
+        "observed": 0,
+        "tolerance": None,
+        "note": "",
+    }
 
 
 def test_gathered_counts(tmp_path):
     ledgers = [
-        {"chapter": "b-chapter", "scale": "smoke", "seed": 0, "device": "cpu", "wall_seconds": 2.0,
-         "claims": [_claim("x", "holds"), _claim("y", "fails"), _claim("z", "differs", "reproduction"),
-                    _claim("q", "inconclusive", "prediction")]},
-        {"chapter": "a-chapter", "scale": "paper", "seed": 1, "device": "cuda", "wall_seconds": 1.5,
-         "claims": [_claim("u", "holds"), _claim("v", "holds"), _claim("w", "reproduced", "reproduction")]},
+        {
+            "chapter": "b-chapter",
+            "scale": "smoke",
+            "seed": 0,
+            "device": "cpu",
+            "wall_seconds": 2.0,
+            "claims": [
+                _claim("x", "holds"),
+                _claim("y", "fails"),
+                _claim("z", "differs", "reproduction"),
+                _claim("q", "inconclusive", "prediction"),
+            ],
+        },
+        {
+            "chapter": "a-chapter",
+            "scale": "paper",
+            "seed": 1,
+            "device": "cuda",
+            "wall_seconds": 1.5,
+            "claims": [
+                _claim("u", "holds"),
+                _claim("v", "holds"),
+                _claim("w", "reproduced", "reproduction"),
+            ],
+        },
     ]
     for led in ledgers:
         (tmp_path / f"{led['chapter']}.json").write_text(json.dumps(led))
@@ -397,12 +526,18 @@ def test_gathered_counts(tmp_path):
     loaded = L.load(tmp_path)
     assert [d["chapter"] for d in loaded] == ["a-chapter", "b-chapter"]
     summary, every = L.gathered(loaded)
-    rows = [r for r in summary.splitlines() if r.startswith("| a-chapter") or r.startswith("| b-chapter")]
+    rows = [
+        r
+        for r in summary.splitlines()
+        if r.startswith("| a-chapter") or r.startswith("| b-chapter")
+    ]
     cells = [[c.strip() for c in r.strip("|").split("|")] for r in rows]
     # chapter | scale | device | seed | wall s | claims | holds | reproduced | differs | inconclusive | fails
     assert cells[0] == ["a-chapter", "paper", "cuda", "1", "1.5", "3", "2", "1", "0", "0", "0"]
     assert cells[1] == ["b-chapter", "smoke", "cpu", "0", "2.0", "4", "1", "0", "1", "1", "1"]
-    claim_rows = [r for r in every.splitlines() if r.startswith("| a-chapter") or r.startswith("| b-chapter")]
+    claim_rows = [
+        r for r in every.splitlines() if r.startswith("| a-chapter") or r.startswith("| b-chapter")
+    ]
     assert len(claim_rows) == 7
     assert any(r.startswith("| b-chapter | y |") and "**fails**" in r for r in claim_rows)
 
@@ -495,8 +630,16 @@ def test_fit_reduces_a_quadratic_loss(optimizer, lr):
 
 def test_fit_records_metrics_and_stops_early():
     w, goal, loss = _quadratic()
-    hist = T.fit(lambda s: (loss(s), {"w0": w[0].item()}), [w], steps=10_000, lr=0.1, optimizer="sgd",
-                 log_every=1000, stop_below=1e-6, progress=False)
+    hist = T.fit(
+        lambda s: (loss(s), {"w0": w[0].item()}),
+        [w],
+        steps=10_000,
+        lr=0.1,
+        optimizer="sgd",
+        log_every=1000,
+        stop_below=1e-6,
+        progress=False,
+    )
     assert hist.stopped_early and hist.steps[-1] < 9_999
     assert hist.loss[-1] < 1e-6
     assert len(hist.metrics["w0"]) == len(hist.steps)
@@ -515,14 +658,21 @@ def test_fit_raises_on_a_non_finite_loss():
 def test_fit_raises_on_divergence():
     w = torch.nn.Parameter(torch.tensor([1.0], dtype=torch.float64))
     with pytest.raises(FloatingPointError):
-        T.fit(lambda s: (w ** 2).sum() * 1e300, [w], steps=50, lr=1e10, optimizer="sgd", progress=False)
+        T.fit(
+            lambda s: (w**2).sum() * 1e300, [w], steps=50, lr=1e10, optimizer="sgd", progress=False
+        )
 
 
-@pytest.mark.parametrize("kwargs, name", [
-    ({"steps": 0}, "'steps'"), ({"steps": -5}, "'steps'"),
-    ({"steps": 10, "lr": 0.0}, "'lr'"), ({"steps": 10, "lr": -1.0}, "'lr'"),
-    ({"steps": 10, "optimizer": "lbfgs"}, "'optimizer'"),
-])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        ({"steps": 0}, "'steps'"),
+        ({"steps": -5}, "'steps'"),
+        ({"steps": 10, "lr": 0.0}, "'lr'"),
+        ({"steps": 10, "lr": -1.0}, "'lr'"),
+        ({"steps": 10, "optimizer": "lbfgs"}, "'optimizer'"),
+    ],
+)
 def test_fit_bad_arguments_are_named(kwargs, name):
     w, _, loss = _quadratic()
     with pytest.raises(ValueError, match=name):
@@ -531,8 +681,15 @@ def test_fit_bad_arguments_are_named(kwargs, name):
 
 
 def test_compare_records_inconclusive_only_with_a_note(led):
-    claim = led.compare("undecided", "Figure 1", 1.0, 1.1, agrees=None, kind="prediction",
-                        note="two seeds cannot separate the arms; 16 would")
+    claim = led.compare(
+        "undecided",
+        "Figure 1",
+        1.0,
+        1.1,
+        agrees=None,
+        kind="prediction",
+        note="two seeds cannot separate the arms; 16 would",
+    )
     assert claim["status"] == "inconclusive" and claim["kind"] == "prediction"
     with pytest.raises(ValueError, match="inconclusive"):
         led.compare("silent", "Figure 1", 1.0, 1.1, agrees=None)

@@ -148,7 +148,7 @@ def test_schedules_differ_as_the_source_says():
     a = network.schedule("A.214", 5, 100, 5.0, 0.25, 600)
     b = network.schedule("A.274", 5, 100, 5.0, 0.25, 600)
     assert math.isclose(b["step1"]["eta"] / a["step1"]["eta"], 5.0)  # sigma~ vs sigma~^2
-    assert math.isclose(a["step1"]["s"], 5 ** -1.5) and math.isclose(b["step1"]["s"], 1 / 25)
+    assert math.isclose(a["step1"]["s"], 5**-1.5) and math.isclose(b["step1"]["s"], 1 / 25)
     with pytest.raises(ValueError, match="'schedule'"):
         network.schedule("A.1", 5, 100, 5.0, 0.25, 600)
 
@@ -158,7 +158,9 @@ def test_schedules_differ_as_the_source_says():
 # ---------------------------------------------------------------------------------------------
 def test_linear_ceiling_equals_enumeration():
     for k in (3, 5):
-        assert theory.linear_ceiling(k, Fraction(1, 2)) == theory.best_halfspace_accuracy(k, Fraction(1, 2))
+        assert theory.linear_ceiling(k, Fraction(1, 2)) == theory.best_halfspace_accuracy(
+            k, Fraction(1, 2)
+        )
     assert theory.linear_ceiling(5, Fraction(1, 2)) == Fraction(27, 32)
 
 
@@ -172,8 +174,11 @@ def test_lemma_a8_identities():
 
 def test_gradient_terms_symmetric_weights():
     dist = data.parity_mixture(12, 9, 3, Fraction(1, 2), _gen())
-    w = dist.signal_direction * 0.01 + dist.M[:, [j for j in range(9) if j not in dist.A]].sum(1) * 0.2
-    r = theory.gradient_terms(dist, w, 0.05, 3 ** -1.5)
+    w = (
+        dist.signal_direction * 0.01
+        + dist.M[:, [j for j in range(9) if j not in dist.A]].sum(1) * 0.2
+    )
+    r = theory.gradient_terms(dist, w, 0.05, 3**-1.5)
     TA = r["T"][list(dist.A)]
     assert float(TA.max() - TA.min()) < 1e-14  # equal q_j on A -> equal T_j (permutation symmetry)
 
@@ -188,7 +193,9 @@ def test_walsh_parseval_exact():
 
 def test_fixed_feature_bound_readings():
     assert theory.fixed_feature_bound(32, 1, 5, 0.5) == pytest.approx(0.5 * (1 - 8 / 32))
-    assert theory.fixed_feature_bound(32, 4, 5, 0.5, reading="root") == pytest.approx(0.5 * (1 - 16 / 32))
+    assert theory.fixed_feature_bound(32, 4, 5, 0.5, reading="root") == pytest.approx(
+        0.5 * (1 - 16 / 32)
+    )
     with pytest.raises(ValueError, match="'reading'"):
         theory.fixed_feature_bound(1, 1, 5, 0.5, reading="x")
 
@@ -239,13 +246,16 @@ def test_class_weights_balance_classes():
     y = torch.tensor([1.0, 1.0, 1.0, -1.0])
     w = network.class_weights(y)
     assert float(w.sum()) == pytest.approx(1.0)
-    assert float(w[y > 0].sum()) == pytest.approx(0.5) and float(w[y < 0].sum()) == pytest.approx(0.5)
+    assert float(w[y > 0].sum()) == pytest.approx(0.5) and float(w[y < 0].sum()) == pytest.approx(
+        0.5
+    )
     with pytest.raises(ValueError, match="'y'"):
         network.class_weights(torch.ones(3))
 
 
 def test_sample_with_ratio_exact_counts():
     from companions.emergence import experiments
+
     dist = data.parity_mixture(20, 10, 3, Fraction(1, 2), _gen())
     x, y = experiments.sample_with_ratio(dist, 1000, 0.8, _gen(1))
     assert x.shape == (1000, 20) and int((y == -1).sum()) == 800
@@ -253,6 +263,7 @@ def test_sample_with_ratio_exact_counts():
 
 def test_run_methods_smoke():
     from companions.emergence import experiments
+
     dist = data.parity_mixture(24, 12, 3, Fraction(1, 2), _gen())
     x, y, _ = dist.sample(600, _gen(1))
     xt, yt, _ = dist.sample(200, _gen(2))
@@ -264,8 +275,11 @@ def test_run_methods_smoke():
 
 def test_signal_noise_and_epsilon():
     from companions.emergence import analysis
+
     dist = data.parity_mixture(20, 10, 3, Fraction(1, 2), _gen())
-    W = torch.stack([dist.signal_direction, dist.M[:, [j for j in range(10) if j not in dist.A][0]]])
+    W = torch.stack(
+        [dist.signal_direction, dist.M[:, [j for j in range(10) if j not in dist.A][0]]]
+    )
     rho = analysis.signal_noise(W, dist)
     assert float(rho[0]) > 1e10 and float(rho[1]) < 1e-10
     assert analysis.epsilon_e(dist, 10) > 0
@@ -273,6 +287,7 @@ def test_signal_noise_and_epsilon():
 
 def test_sample_gradient_terms_match_population_on_support():
     from companions.emergence import analysis
+
     dist = data.parity_mixture(12, 8, 3, Fraction(1, 2), _gen())
     grid, prob = dist.support()
     # sample = the support repeated in proportion to its probabilities (exact when all are multiples of 1/N)
@@ -310,7 +325,12 @@ def test_bessel_bound_and_integer_features_range():
 
 
 def test_all_emergence_chapters_validate():
-    for cid in ("emergence-first-steps", "emergence-fixed-features", "emergence-no-structure", "emergence-experiments"):
+    for cid in (
+        "emergence-first-steps",
+        "emergence-fixed-features",
+        "emergence-no-structure",
+        "emergence-experiments",
+    ):
         companions.preset(cid, "smoke")
     with pytest.raises(ValueError, match="'k'"):
         companions.preset("emergence-first-steps", "smoke", k=4)
@@ -324,4 +344,5 @@ def test_theorem_2_1_rate_algebra():
     assert r["matches"]
     assert len(r["width"]) == 1
     import sympy as sp
+
     assert sp.simplify(r["width"][0] - k**12 / eps ** sp.Rational(3, 2)) == 0

@@ -6,7 +6,27 @@ import pytest
 import sympy as sp
 import torch
 
-from companions.fourier import ascent as fasc, construction as fcon, diagnostics as fdiag, network as fnet, neuron as fneu, symbolic as fsym, training as ftr
+from companions.fourier import (
+    ascent as fasc,
+)
+from companions.fourier import (
+    construction as fcon,
+)
+from companions.fourier import (
+    diagnostics as fdiag,
+)
+from companions.fourier import (
+    network as fnet,
+)
+from companions.fourier import (
+    neuron as fneu,
+)
+from companions.fourier import (
+    symbolic as fsym,
+)
+from companions.fourier import (
+    training as ftr,
+)
 
 
 def test_dataset_is_all_tuples_with_sum_labels():
@@ -17,15 +37,20 @@ def test_dataset_is_all_tuples_with_sum_labels():
 
 def test_forward_matches_one_hot_formula_and_is_homogeneous():
     g = torch.Generator().manual_seed(0)
-    U, W = torch.randn(6, 3, 5, generator=g, dtype=torch.float64), torch.randn(6, 5, generator=g, dtype=torch.float64)
+    U, W = (
+        torch.randn(6, 3, 5, generator=g, dtype=torch.float64),
+        torch.randn(6, 5, generator=g, dtype=torch.float64),
+    )
     a, y = fnet.dataset(5, 3)
     X = torch.nn.functional.one_hot(a, 5).to(torch.float64)  # (N, k, p)
     s = torch.einsum("nkp,mkp->nm", X, U)
     assert torch.allclose(fnet.forward(U, W, a), s.pow(3) @ W)
     assert torch.allclose(fnet.forward(U, W, a, chunk=7), fnet.forward(U, W, a))
-    assert torch.allclose(fnet.forward(2 * U, 2 * W, a), 2 ** 4 * fnet.forward(U, W, a))
+    assert torch.allclose(fnet.forward(2 * U, 2 * W, a), 2**4 * fnet.forward(U, W, a))
     # normalized margin is scale-invariant (Definition 4.4)
-    assert torch.allclose(fnet.normalized_margin(3 * U, 3 * W, a, y), fnet.normalized_margin(U, W, a, y))
+    assert torch.allclose(
+        fnet.normalized_margin(3 * U, 3 * W, a, y), fnet.normalized_margin(U, W, a, y)
+    )
 
 
 def test_norms_and_margins_by_hand():
@@ -37,20 +62,32 @@ def test_norms_and_margins_by_hand():
     logits = torch.tensor([[1.0, 5.0, 2.0], [0.0, -1.0, 3.0]], dtype=torch.float64)
     y = torch.tensor([1, 0])
     assert torch.equal(fnet.margins(logits, y), torch.tensor([3.0, -3.0], dtype=torch.float64))
-    assert torch.allclose(fnet.class_weighted_margins(logits, y), torch.tensor([3.5, -1.0], dtype=torch.float64))
+    assert torch.allclose(
+        fnet.class_weighted_margins(logits, y), torch.tensor([3.5, -1.0], dtype=torch.float64)
+    )
 
 
 def test_gamma_star_closed_form_and_special_cases():
     assert math.isclose(fnet.gamma_star(7, 3), 3 / (16 * 7 * 6))
     assert math.isclose(fnet.gamma_star(5, 2), math.sqrt(2 / 27) / (math.sqrt(5) * 4))
-    assert sp.simplify(fnet.gamma_star_symbolic(11, 4) - sp.Rational(48) / (10 ** sp.Rational(5, 2) * 10 * 11 ** sp.Rational(3, 2))) == 0
+    assert (
+        sp.simplify(
+            fnet.gamma_star_symbolic(11, 4)
+            - sp.Rational(48) / (10 ** sp.Rational(5, 2) * 10 * 11 ** sp.Rational(3, 2))
+        )
+        == 0
+    )
 
 
 def test_fourier_form_c10_matches_brute_force():
     g = torch.Generator().manual_seed(1)
     U, W = fasc.random_unit_neurons(5, 7, 2, g)
     a, y = fnet.dataset(7, 2)
-    assert torch.allclose(fneu.neuron_expected_margin(U, W, a, y), fneu.neuron_expected_margin_fourier(U, W), atol=1e-15)
+    assert torch.allclose(
+        fneu.neuron_expected_margin(U, W, a, y),
+        fneu.neuron_expected_margin_fourier(U, W),
+        atol=1e-15,
+    )
 
 
 @pytest.mark.parametrize("p,k", [(3, 2), (5, 2), (5, 3), (7, 3), (5, 4)])
@@ -82,13 +119,19 @@ def test_diagnostics_on_known_vectors():
     t = torch.arange(p, dtype=torch.float64)
     v = torch.cos(0.3 + 2 * math.pi * 3 * t / p)
     pw = fdiag.folded_power(v)
-    assert pw.shape == (6,) and int(pw.argmax()) == 3 and math.isclose(float(fdiag.concentration(pw)), 1.0)
+    assert (
+        pw.shape == (6,)
+        and int(pw.argmax()) == 3
+        and math.isclose(float(fdiag.concentration(pw)), 1.0)
+    )
     assert math.isclose(float(fdiag.two_sided_max_power(v)), 0.5)
     mixed = v + torch.cos(2 * math.pi * 1 * t / p)
     assert math.isclose(float(fdiag.concentration(fdiag.folded_power(mixed))), 0.5, rel_tol=1e-12)
     assert torch.allclose(fdiag.trig_interpolant(v, t), v, atol=1e-12)
     # phase lock: theta_u1 + theta_u2 = theta_w gives cos = 1, otherwise less
-    U = torch.stack([torch.cos(0.3 + 2 * math.pi * 2 * t / p), torch.cos(0.5 + 2 * math.pi * 2 * t / p)])[None]
+    U = torch.stack(
+        [torch.cos(0.3 + 2 * math.pi * 2 * t / p), torch.cos(0.5 + 2 * math.pi * 2 * t / p)]
+    )[None]
     W = torch.cos(0.8 + 2 * math.pi * 2 * t / p)[None]
     assert math.isclose(float(fdiag.phase_lock(U, W)), 1.0, rel_tol=1e-12)
     assert float(fdiag.phase_lock(U, -W)) < -0.99
@@ -120,6 +163,7 @@ def test_single_neuron_ascent_reaches_gamma_star():
 
 def test_bad_parameters_are_named():
     import companions
+
     with pytest.raises(ValueError, match="'p'"):
         companions.preset("fourier-max-margin", "smoke", p=9)
     with pytest.raises(ValueError, match=r"p_values\[1\]"):
@@ -139,7 +183,10 @@ def test_masked_neurons_stay_zero_and_runs_are_independent():
     for t in range(30):
         for gr in opt.param_groups:
             gr["lr"] = 0.05 * (0.5 * (1 + math.cos(math.pi * (t - 24) / 6)) if t >= 24 else 1.0)
-        loss = torch.nn.functional.cross_entropy(fnet.forward(U, W, a)[0], y) + 1e-3 * fnet.norm_ab(U, W, 3).sum()
+        loss = (
+            torch.nn.functional.cross_entropy(fnet.forward(U, W, a)[0], y)
+            + 1e-3 * fnet.norm_ab(U, W, 3).sum()
+        )
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -147,7 +194,17 @@ def test_masked_neurons_stay_zero_and_runs_are_independent():
 
 
 def test_training_improves_margin_and_never_exceeds_gamma_star():
-    run = ftr.train(5, 2, [16], 1500, 0.1, torch.Generator().manual_seed(6), lam=1e-3, log_every=100, progress=False)
+    run = ftr.train(
+        5,
+        2,
+        [16],
+        1500,
+        0.1,
+        torch.Generator().manual_seed(6),
+        lam=1e-3,
+        log_every=100,
+        progress=False,
+    )
     assert float(run.rho.max()) <= 1 + 1e-9
     assert float(run.rho[-1, 0]) > 0.8 > float(run.rho[0, 0])
     d = ftr.diagnostics(run.U[0], run.W[0])
@@ -155,8 +212,18 @@ def test_training_improves_margin_and_never_exceeds_gamma_star():
 
 
 def test_adamw_and_bad_regularizer():
-    run = ftr.train(5, 2, [8], 20, 0.01, torch.Generator().manual_seed(7), regularizer="adamw", weight_decay=0.1,
-                   log_every=10, progress=False)
+    run = ftr.train(
+        5,
+        2,
+        [8],
+        20,
+        0.01,
+        torch.Generator().manual_seed(7),
+        regularizer="adamw",
+        weight_decay=0.1,
+        log_every=10,
+        progress=False,
+    )
     assert run.rho.shape == (3, 1)
     with pytest.raises(ValueError, match="regularizer"):
         ftr.train(5, 2, [8], 2, 0.01, torch.Generator(), regularizer="l1", progress=False)
@@ -164,6 +231,7 @@ def test_adamw_and_bad_regularizer():
 
 def test_training_chapter_parameters():
     import companions
+
     with pytest.raises(ValueError, match="'p'"):
         companions.preset("fourier-training", "smoke", p=15)
     with pytest.raises(ValueError, match="'batch'"):

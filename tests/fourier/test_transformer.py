@@ -11,9 +11,13 @@ from companions.fourier import transformer as ft
 def test_top_power_fraction_on_known_matrices():
     p = 13
     i = torch.arange(p, dtype=torch.float64)
-    prod = torch.cos(2 * math.pi * 3 * i[:, None] / p + 0.2) * torch.cos(2 * math.pi * 5 * i[None, :] / p)
+    prod = torch.cos(2 * math.pi * 3 * i[:, None] / p + 0.2) * torch.cos(
+        2 * math.pi * 5 * i[None, :] / p
+    )
     assert math.isclose(float(ft.top_power_fraction(prod)), 1.0, rel_tol=1e-12)
-    two = prod + torch.cos(2 * math.pi * 1 * i[:, None] / p) * torch.cos(2 * math.pi * 2 * i[None, :] / p + 1.0)
+    two = prod + torch.cos(2 * math.pi * 1 * i[:, None] / p) * torch.cos(
+        2 * math.pi * 2 * i[None, :] / p + 1.0
+    )
     assert math.isclose(float(ft.top_power_fraction(two)), 0.5, rel_tol=1e-12)
     noise = torch.randn(p, p, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     assert float(ft.top_power_fraction(noise)) < 0.3
@@ -29,7 +33,9 @@ def test_model_shapes_attention_matrix_and_causality():
     assert A.shape == (2, 7, 7)
     assert torch.allclose(A[1], h @ blk.WQ[1] @ blk.WK[1].T @ h.T, atol=1e-5)
     # same seed, same model
-    assert torch.equal(ft.build(7, 3, 0, d_model=16, heads=2, d_head=4, d_mlp=8, layers=2).embed, m.embed)
+    assert torch.equal(
+        ft.build(7, 3, 0, d_model=16, heads=2, d_head=4, d_mlp=8, layers=2).embed, m.embed
+    )
 
 
 def test_split_is_partition_and_training_fits():
@@ -44,6 +50,7 @@ def test_split_is_partition_and_training_fits():
 
 def test_bad_parameters():
     import companions
+
     with pytest.raises(ValueError, match="grok_p"):
         companions.preset("fourier-transformer", "smoke", grok_p=[11], grok_k=[2, 3])
     with pytest.raises(ValueError, match="'p'"):

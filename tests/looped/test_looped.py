@@ -6,7 +6,21 @@ import pytest
 import sympy as sp
 import torch
 
-from companions.looped import construction as lc, experiments as lx, symbolic as lsym, theory as lth, training as ltr
+from companions.looped import (
+    construction as lc,
+)
+from companions.looped import (
+    experiments as lx,
+)
+from companions.looped import (
+    symbolic as lsym,
+)
+from companions.looped import (
+    theory as lth,
+)
+from companions.looped import (
+    training as ltr,
+)
 
 
 @pytest.fixture
@@ -46,7 +60,9 @@ def test_lemma_8_13_numerically(prompts):
     alpha = -0.7
     Q, P = lc.construction_weights(3)
     out = lc.linear_attention(lc.input_matrix(X, y, alpha, q0), Q, P)
-    expected_last = (q0.unsqueeze(-2) @ X.transpose(-1, -2) @ X).squeeze(-2) + alpha * (y.unsqueeze(-2) @ X).squeeze(-2)
+    expected_last = (q0.unsqueeze(-2) @ X.transpose(-1, -2) @ X).squeeze(-2) + alpha * (
+        y.unsqueeze(-2) @ X
+    ).squeeze(-2)
     assert torch.allclose(out[:, 12, :3], expected_last)
     assert torch.all(out[:, :12] == 0) and torch.all(out[:, 12, 3] == 0)
 
@@ -54,9 +70,14 @@ def test_lemma_8_13_numerically(prompts):
 def test_last_row_attention_equals_masked_for_random_weights(prompts):
     X, theta, y = prompts
     g = torch.Generator().manual_seed(2)
-    Q, P = torch.randn(4, 4, generator=g, dtype=torch.float64), torch.randn(4, 4, generator=g, dtype=torch.float64)
+    Q, P = (
+        torch.randn(4, 4, generator=g, dtype=torch.float64),
+        torch.randn(4, 4, generator=g, dtype=torch.float64),
+    )
     Z = lc.input_matrix(X, y, 1.3, torch.randn(5, 3, generator=g, dtype=torch.float64))
-    assert torch.allclose(lc.linear_attention(Z, Q, P), lc.linear_attention_last_row(Z, Q, P), atol=1e-12)
+    assert torch.allclose(
+        lc.linear_attention(Z, Q, P), lc.linear_attention_last_row(Z, Q, P), atol=1e-12
+    )
 
 
 def test_theorem_8_14_transformer_is_gd_with_varying_steps(prompts):
@@ -69,7 +90,9 @@ def test_theorem_8_14_transformer_is_gd_with_varying_steps(prompts):
     thetas = lc.gradient_descent(X, y, etas, theta0=-q0 / alpha)
     assert outs.shape == (5, 5, 3)
     assert torch.allclose(outs / alpha, thetas, atol=1e-12)
-    assert torch.equal(Z[:, :12], lc.input_matrix(X, y, alpha, q0)[:, :12])  # rows 1..n never change
+    assert torch.equal(
+        Z[:, :12], lc.input_matrix(X, y, alpha, q0)[:, :12]
+    )  # rows 1..n never change
     assert torch.all(Z[:, 12, 3] == alpha)
 
 
@@ -114,7 +137,11 @@ def test_bounds_values_and_ordering():
     assert float(lth.bound_theorem_8_16(kappa, T, -2.0)) == pytest.approx(2 * math.exp(-2.0))
     assert float(lth.bound_tight(kappa, T, 1.0)) == pytest.approx((2 / 3) ** 12)
     assert float(lth.bound_theorem_8_25(kappa, T, 2.0)) == pytest.approx(4 * math.exp(-4.0))
-    assert lth.bound_tight(kappa, T) < lth.bound_theorem_8_25(kappa, T) < lth.bound_theorem_8_16(kappa, T)
+    assert (
+        lth.bound_tight(kappa, T)
+        < lth.bound_theorem_8_25(kappa, T)
+        < lth.bound_theorem_8_16(kappa, T)
+    )
 
 
 def test_loops_needed():
@@ -185,7 +212,9 @@ def test_convergence_run_tf_equals_gd_and_formula():
 
 
 def test_kappa_distribution_interval_contains_mean():
-    kappas, (lo, hi) = lx.kappa_distribution(32, 4, 2000, torch.Generator().manual_seed(6), group=10)
+    kappas, (lo, hi) = lx.kappa_distribution(
+        32, 4, 2000, torch.Generator().manual_seed(6), group=10
+    )
     assert kappas.shape == (2000,)
     assert lo < float(kappas.mean()) < hi
 
@@ -194,7 +223,9 @@ def test_distance_to_construction():
     Q, P = lc.construction_weights(3)
     dist = ltr.distance_to_construction(2 * Q, 0.5 * P)
     assert dist["a"] == pytest.approx(2) and dist["b"] == pytest.approx(0.5)
-    assert dist["q_residual"] == pytest.approx(0, abs=1e-12) and dist["p_residual"] == pytest.approx(0, abs=1e-12)
+    assert dist["q_residual"] == pytest.approx(0, abs=1e-12) and dist[
+        "p_residual"
+    ] == pytest.approx(0, abs=1e-12)
     P2 = P.clone()
     P2[3, 3] = 1.0
     assert ltr.distance_to_construction(Q, P2)["p_residual"] > 0.3

@@ -34,13 +34,31 @@ import nbformat
 _FENCE_OPEN = re.compile(r"^(?P<fence>`{3,}|:{3,})\{(?P<name>[\w:-]+)\}[ \t]*(?P<args>.*)$")
 _OPTION = re.compile(r"^:(?P<key>[\w-]+):[ \t]*(?P<value>.*)$")
 _TITLES = {
-    "prf:theorem": "Theorem", "prf:lemma": "Lemma", "prf:definition": "Definition",
-    "prf:corollary": "Corollary", "prf:proposition": "Proposition", "prf:remark": "Remark",
-    "prf:proof": "Proof", "prf:assumption": "Assumption", "prf:conjecture": "Conjecture",
-    "prf:example": "Example", "prf:property": "Property", "prf:observation": "Observation",
-    "prf:algorithm": "Algorithm", "prf:axiom": "Axiom", "prf:criterion": "Criterion",
-    "note": "Note", "warning": "Warning", "important": "Important", "tip": "Tip", "caution": "Caution",
-    "attention": "Attention", "danger": "Danger", "error": "Error", "hint": "Hint", "seealso": "See also",
+    "prf:theorem": "Theorem",
+    "prf:lemma": "Lemma",
+    "prf:definition": "Definition",
+    "prf:corollary": "Corollary",
+    "prf:proposition": "Proposition",
+    "prf:remark": "Remark",
+    "prf:proof": "Proof",
+    "prf:assumption": "Assumption",
+    "prf:conjecture": "Conjecture",
+    "prf:example": "Example",
+    "prf:property": "Property",
+    "prf:observation": "Observation",
+    "prf:algorithm": "Algorithm",
+    "prf:axiom": "Axiom",
+    "prf:criterion": "Criterion",
+    "note": "Note",
+    "warning": "Warning",
+    "important": "Important",
+    "tip": "Tip",
+    "caution": "Caution",
+    "attention": "Attention",
+    "danger": "Danger",
+    "error": "Error",
+    "hint": "Hint",
+    "seealso": "See also",
     "admonition": "",
 }
 INTERPRETATION_PROMPT = "_Explain your answer in a markdown cell below this one._"
@@ -53,17 +71,18 @@ class AssignmentError(ValueError):
 @dataclasses.dataclass(frozen=True)
 class Question:
     """One graded question of a chapter."""
-    name: str           # the exercise's label
+
+    name: str  # the exercise's label
     points: float
-    prompt: str         # the exercise, as plain markdown
-    has_prose: bool     # its solution explains in words too (an interpretation to write)
+    prompt: str  # the exercise, as plain markdown
+    has_prose: bool  # its solution explains in words too (an interpretation to write)
 
 
 # -- MyST blocks --------------------------------------------------------------------------------
 @dataclasses.dataclass
 class _Block:
-    kind: str            # 'text' or a directive name
-    text: str            # the raw text (for 'text') or the body (for a directive)
+    kind: str  # 'text' or a directive name
+    text: str  # the raw text (for 'text') or the body (for a directive)
     args: str = ""
     options: dict = dataclasses.field(default_factory=dict)
 
@@ -98,7 +117,9 @@ def _split_blocks(markdown: str) -> list[_Block]:
         while body and (option := _OPTION.match(body[0])):
             options[option["key"]] = option["value"].strip()
             body.pop(0)
-        blocks.append(_Block(match["name"], "\n".join(body).strip("\n"), match["args"].strip(), options))
+        blocks.append(
+            _Block(match["name"], "\n".join(body).strip("\n"), match["args"].strip(), options)
+        )
         i = j + 1
     if text:
         blocks.append(_Block("text", "\n".join(text)))
@@ -117,7 +138,9 @@ def plain_markdown(markdown: str) -> str:
         elif block.kind in ("math",):
             out.append(f"$$\n{block.text}\n$$")
         elif block.kind in ("exercise",):
-            title = f"Exercise ({block.options.get('label', '')})" + (f": {block.args}" if block.args else "")
+            title = f"Exercise ({block.options.get('label', '')})" + (
+                f": {block.args}" if block.args else ""
+            )
             out.append(f"**{title}**\n\n{plain_markdown(block.text)}")
         elif block.kind in ("solution", "solution-start", "solution-end"):
             continue
@@ -126,12 +149,17 @@ def plain_markdown(markdown: str) -> str:
             if name and block.args.startswith(name):  # "Theorem 8.16: ..." already names its kind
                 name = ""
             title = " ".join(part for part in (name, block.args) if part)
-            quoted = "\n".join(f"> {line}" if line else ">" for line in plain_markdown(block.text).splitlines())
+            quoted = "\n".join(
+                f"> {line}" if line else ">" for line in plain_markdown(block.text).splitlines()
+            )
             out.append(f"> **{title}**\n>\n{quoted}" if title else quoted)
     text = "\n\n".join(part.strip("\n") for part in out if part.strip())
     text = re.sub(r"\{(?:cite|cite:p|cite:t)\}`([^`]*)`", r"[\1]", text)
-    text = re.sub(r"\{(?:ref|numref|prf:ref|eq|doc)\}`(?:([^`<]*?)\s*<[^`]*>|([^`]*))`",
-                  lambda m: (m[1] or m[2]).strip(), text)
+    text = re.sub(
+        r"\{(?:ref|numref|prf:ref|eq|doc)\}`(?:([^`<]*?)\s*<[^`]*>|([^`]*))`",
+        lambda m: (m[1] or m[2]).strip(),
+        text,
+    )
     return re.sub(r"\n{3,}", "\n\n", text).strip()
 
 
@@ -143,6 +171,7 @@ def _has_solution_marker(code: str) -> bool:
 def read_chapter(source: str | Path) -> nbformat.NotebookNode:
     """A chapter's MyST notebook as an nbformat notebook (jupytext)."""
     import jupytext
+
     return jupytext.read(Path(source))
 
 
@@ -151,7 +180,9 @@ def _grader(cell) -> dict | None:
     if info is None:
         return None
     if not isinstance(info, dict) or "question" not in info or "points" not in info:
-        raise AssignmentError(f"a grader cell needs metadata 'grader: {{question: LABEL, points: N}}', got {info!r}")
+        raise AssignmentError(
+            f"a grader cell needs metadata 'grader: {{question: LABEL, points: N}}', got {info!r}"
+        )
     return info
 
 
@@ -177,26 +208,38 @@ def questions(nb: nbformat.NotebookNode, chapter: str = "chapter") -> list[Quest
             if info is not None:
                 name = str(info["question"])
                 if name in graders:
-                    raise AssignmentError(f"{chapter}: question {name!r} has more than one grader cell")
+                    raise AssignmentError(
+                        f"{chapter}: question {name!r} has more than one grader cell"
+                    )
                 if "remove-cell" not in cell.metadata.get("tags", []):
-                    raise AssignmentError(f"{chapter}: the grader cell of {name!r} must be tagged remove-cell")
+                    raise AssignmentError(
+                        f"{chapter}: the grader cell of {name!r} must be tagged remove-cell"
+                    )
                 graders[name] = info
             elif current is not None:
                 solutions[current]["code"].append(cell.source)
     found = []
     for name, info in graders.items():
         if name not in exercises:
-            raise AssignmentError(f"{chapter}: grader cell for {name!r}, but no exercise with :label: {name}")
+            raise AssignmentError(
+                f"{chapter}: grader cell for {name!r}, but no exercise with :label: {name}"
+            )
         if name not in solutions or not solutions[name]["code"]:
-            raise AssignmentError(f"{chapter}: question {name!r} needs a gated solution "
-                                  f"({{solution-start}} {name} ... {{solution-end}}) with code cells")
+            raise AssignmentError(
+                f"{chapter}: question {name!r} needs a gated solution "
+                f"({{solution-start}} {name} ... {{solution-end}}) with code cells"
+            )
         unmarked = [code for code in solutions[name]["code"] if not _has_solution_marker(code)]
         if unmarked:
-            raise AssignmentError(f"{chapter}: a solution cell of {name!r} marks no answer line with "
-                                  f"'# SOLUTION' (it would reach students whole): {unmarked[0][:60]!r}")
+            raise AssignmentError(
+                f"{chapter}: a solution cell of {name!r} marks no answer line with "
+                f"'# SOLUTION' (it would reach students whole): {unmarked[0][:60]!r}"
+            )
         points = info["points"]
         if not isinstance(points, (int, float)) or points <= 0:
-            raise AssignmentError(f"{chapter}: points of {name!r} must be a positive number, got {points!r}")
+            raise AssignmentError(
+                f"{chapter}: points of {name!r} must be a positive number, got {points!r}"
+            )
         found.append(Question(name, float(points), exercises[name], solutions[name]["prose"]))
     return found
 
@@ -215,27 +258,49 @@ def _raw(text: str):
 def _set_scale(source: str, scale: str | None) -> str:
     if scale is None:
         return source
-    new, count = re.subn(r"^scale\s*=.*$", f"scale = {scale!r}  # set by the assignment build", source,
-                         count=1, flags=re.M)
+    new, count = re.subn(
+        r"^scale\s*=.*$",
+        f"scale = {scale!r}  # set by the assignment build",
+        source,
+        count=1,
+        flags=re.M,
+    )
     if not count:
         raise AssignmentError("the parameters cell has no 'scale = ...' line to set")
     return new
 
 
-def master_notebook(nb: nbformat.NotebookNode, chapter: str, scale: str | None = "smoke") -> nbformat.NotebookNode:
+def master_notebook(
+    nb: nbformat.NotebookNode, chapter: str, scale: str | None = "smoke"
+) -> nbformat.NotebookNode:
     """The otter master notebook of a chapter: its cells in order, theorem and admonition blocks as
     plain markdown, the scale fixed to ``scale``, non-graded solutions removed, and each graded
     question wrapped in otter's ``BEGIN QUESTION`` / ``SOLUTION`` / ``TESTS`` raw cells."""
     graded = {q.name: q for q in questions(nb, chapter)}
     if not graded:
         raise AssignmentError(f"{chapter}: no graded question (a code cell with 'grader' metadata)")
-    config = {"name": chapter, "generate": True, "run_tests": False, "init_cell": False,
-              "check_all_cell": False, "export_cell": False, "solutions_pdf": False}
-    out = nbformat.v4.new_notebook(metadata={"kernelspec": dict(nb.metadata.get("kernelspec", {}))
-                                              or {"name": "python3", "display_name": "Python 3", "language": "python"}})
+    config = {
+        "name": chapter,
+        "generate": True,
+        "run_tests": False,
+        "init_cell": False,
+        "check_all_cell": False,
+        "export_cell": False,
+        "solutions_pdf": False,
+    }
+    out = nbformat.v4.new_notebook(
+        metadata={
+            "kernelspec": dict(nb.metadata.get("kernelspec", {}))
+            or {"name": "python3", "display_name": "Python 3", "language": "python"}
+        }
+    )
     cells = out.cells
-    cells.append(_raw("# ASSIGNMENT CONFIG\n" + "\n".join(f"{k}: {json.dumps(v)}" for k, v in config.items())))
-    solution = None       # label of the solution being read, graded or not
+    cells.append(
+        _raw(
+            "# ASSIGNMENT CONFIG\n" + "\n".join(f"{k}: {json.dumps(v)}" for k, v in config.items())
+        )
+    )
+    solution = None  # label of the solution being read, graded or not
     pending_text: list[str] = []
 
     def flush():
@@ -275,8 +340,14 @@ def master_notebook(nb: nbformat.NotebookNode, chapter: str, scale: str | None =
         info = _grader(cell) if cell.cell_type == "code" else None
         if info is not None:
             header = '""" # BEGIN TEST CONFIG\nhidden: true\n""" # END TEST CONFIG\n'
-            cells.extend([_raw("# BEGIN TESTS"), nbformat.v4.new_code_cell(header + cell.source),
-                          _raw("# END TESTS"), _raw("# END QUESTION")])
+            cells.extend(
+                [
+                    _raw("# BEGIN TESTS"),
+                    nbformat.v4.new_code_cell(header + cell.source),
+                    _raw("# END TESTS"),
+                    _raw("# END QUESTION"),
+                ]
+            )
         elif solution is not None and solution not in graded:
             continue
         elif cell.cell_type == "code":
@@ -298,9 +369,13 @@ def _reassemble(block: _Block) -> str:
 
 # -- otter ------------------------------------------------------------------------------------------
 def _otter(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    done = subprocess.run([sys.executable, "-m", "otter", *args], cwd=cwd, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "otter", *args], cwd=cwd, capture_output=True, text=True
+    )
     if done.returncode != 0:
-        raise RuntimeError(f"otter {args[0]} failed (exit {done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+        raise RuntimeError(
+            f"otter {args[0]} failed (exit {done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        )
     return done
 
 
@@ -308,6 +383,7 @@ def _otter(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 class Bundle:
     """An assignment's files: the otter master, the solution notebook (what a perfect submission
     looks like), the student notebook and the autograder zip."""
+
     chapter: str
     folder: Path
     master: Path
@@ -317,7 +393,9 @@ class Bundle:
     questions: tuple[Question, ...]
 
 
-def build_assignment(chapter: str, source: str | Path, out_dir: str | Path, scale: str | None = "smoke") -> Bundle:
+def build_assignment(
+    chapter: str, source: str | Path, out_dir: str | Path, scale: str | None = "smoke"
+) -> Bundle:
     """Build ``<out_dir>/<chapter>/``: ``master.ipynb`` (otter's input, with solutions and tests),
     ``solution/<chapter>.ipynb`` (a submission with every answer filled in), ``student/<chapter>.ipynb`` and ``autograder/<chapter>-autograder.zip``. Built in a temporary
     folder and moved into place, so a failure leaves nothing half-written."""
@@ -333,8 +411,13 @@ def build_assignment(chapter: str, source: str | Path, out_dir: str | Path, scal
         for part in ("student", "solution", "autograder"):
             (final / part).mkdir(parents=True)
         shutil.copy(work / f"{chapter}.ipynb", final / "master.ipynb")
-        shutil.copy(work / "dist" / "autograder" / f"{chapter}.ipynb", final / "solution" / f"{chapter}.ipynb")
-        shutil.copy(work / "dist" / "student" / f"{chapter}.ipynb", final / "student" / f"{chapter}.ipynb")
+        shutil.copy(
+            work / "dist" / "autograder" / f"{chapter}.ipynb",
+            final / "solution" / f"{chapter}.ipynb",
+        )
+        shutil.copy(
+            work / "dist" / "student" / f"{chapter}.ipynb", final / "student" / f"{chapter}.ipynb"
+        )
         zips = sorted((work / "dist" / "autograder").glob("*.zip"))
         if len(zips) != 1:
             raise RuntimeError(f"otter assign left {len(zips)} autograder zips for {chapter}")
@@ -342,17 +425,24 @@ def build_assignment(chapter: str, source: str | Path, out_dir: str | Path, scal
         if target.exists():
             shutil.rmtree(target)
         final.rename(target)
-    return Bundle(chapter, target, target / "master.ipynb", target / "solution" / f"{chapter}.ipynb",
-                  target / "student" / f"{chapter}.ipynb",
-                  target / "autograder" / f"{chapter}-autograder.zip", tuple(questions(nb, chapter)))
+    return Bundle(
+        chapter,
+        target,
+        target / "master.ipynb",
+        target / "solution" / f"{chapter}.ipynb",
+        target / "student" / f"{chapter}.ipynb",
+        target / "autograder" / f"{chapter}-autograder.zip",
+        tuple(questions(nb, chapter)),
+    )
 
 
 @dataclasses.dataclass(frozen=True)
 class Grade:
     """Points per question of one graded submission."""
-    scores: dict          # question -> points earned
-    possible: dict        # question -> points possible
-    outputs: dict         # question -> otter's test output
+
+    scores: dict  # question -> points earned
+    possible: dict  # question -> points possible
+    outputs: dict  # question -> otter's test output
 
     @property
     def total(self) -> float:
@@ -370,7 +460,9 @@ class Grade:
         return "\n".join(lines)
 
 
-def grade(autograder: str | Path, submission: str | Path, out_dir: str | Path | None = None) -> Grade:
+def grade(
+    autograder: str | Path, submission: str | Path, out_dir: str | Path | None = None
+) -> Grade:
     """Grade a submitted notebook with ``otter run`` (no containers): the notebook is executed
     and the hidden tests of the autograder zip are run against it."""
     autograder, submission = Path(autograder).resolve(), Path(submission).resolve()
@@ -384,7 +476,7 @@ def grade(autograder: str | Path, submission: str | Path, out_dir: str | Path | 
         results = json.loads((results_dir / "results.json").read_text())
     scores, possible, outputs = {}, {}, {}
     for test in results["tests"]:
-        if test.get("max_score") is None:   # otter's summary entry ("Public Tests")
+        if test.get("max_score") is None:  # otter's summary entry ("Public Tests")
             continue
         scores[test["name"]] = float(test.get("score") or 0.0)
         possible[test["name"]] = float(test["max_score"])
@@ -405,7 +497,9 @@ def wrong_submission(solution: str | Path, question: str, out: str | Path) -> Pa
     nb = nbformat.read(Path(solution), as_version=4)
     changed = 0
     for cell in nb.cells:
-        if cell.cell_type != "code" or question not in cell.get("metadata", {}).get("otter", {}).get("tests", []):
+        if cell.cell_type != "code" or question not in cell.get("metadata", {}).get(
+            "otter", {}
+        ).get("tests", []):
             continue
         lines = cell.source.splitlines()
         for i, line in enumerate(lines):
@@ -415,7 +509,9 @@ def wrong_submission(solution: str | Path, question: str, out: str | Path) -> Pa
                 changed += 1
         cell.source = "\n".join(lines)
     if not changed:
-        raise AssignmentError(f"question {question!r}: no 'name = value  # SOLUTION' line to make wrong in {solution}")
+        raise AssignmentError(
+            f"question {question!r}: no 'name = value  # SOLUTION' line to make wrong in {solution}"
+        )
     nbformat.write(nb, Path(out))
     return Path(out)
 
@@ -435,8 +531,13 @@ def strip_solutions(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
                 elif block.kind == "solution-end":
                     inside = False
                 elif not inside and block.kind != "solution":
-                    kept.append(block.text if block.kind == "text" else
-                                cell_block_markdown(block) if block.kind == "exercise" else _reassemble(block))
+                    kept.append(
+                        block.text
+                        if block.kind == "text"
+                        else cell_block_markdown(block)
+                        if block.kind == "exercise"
+                        else _reassemble(block)
+                    )
             cell.source = "\n\n".join(part.strip("\n") for part in kept if part.strip())
             if cell.source:
                 cells.append(cell)

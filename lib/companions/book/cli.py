@@ -91,17 +91,26 @@ def notebook_source(chapter_id: str) -> Path:
     if path.suffix != ".md":
         path = path.with_name(path.name + ".md")
     if not path.is_file():
-        raise FileNotFoundError(f"chapter {chapter_id!r} declares notebook {chapter.notebook!r}, but {path} does not exist")
+        raise FileNotFoundError(
+            f"chapter {chapter_id!r} declares notebook {chapter.notebook!r}, but {path} does not exist"
+        )
     return path
 
 
-def validate(chapter_id: str, scale: str | None, device: str = "auto", seed: int = 0,
-             params: Mapping[str, Any] | None = None) -> scale_mod.Config:
+def validate(
+    chapter_id: str,
+    scale: str | None,
+    device: str = "auto",
+    seed: int = 0,
+    params: Mapping[str, Any] | None = None,
+) -> scale_mod.Config:
     """Resolve and validate a run's parameters; a bad value raises ``ValueError`` naming it."""
     params = dict(params or {})
     reserved = sorted(set(params) & set(RESERVED))
     if reserved:
-        raise ValueError(f"parameter(s) {reserved} cannot be passed with -p: use --scale, --device, --seed and --out")
+        raise ValueError(
+            f"parameter(s) {reserved} cannot be passed with -p: use --scale, --device, --seed and --out"
+        )
     cfg = scale_mod.preset(chapter_id, scale, device=device, seed=seed, **params)
     if cfg["device"] == "cuda":
         from companions.runtime import resolve_device
@@ -115,9 +124,15 @@ def default_out_dir(chapter_id: str, scale: str) -> Path:
     return Path("runs") / f"{chapter_id}-{scale}-{stamp}"
 
 
-def execute_chapter(chapter_id: str, scale: str | None, out_dir: str | Path, device: str = "auto",
-                    seed: int = 0, params: Mapping[str, Any] | None = None,
-                    progress: bool = True) -> tuple[Path, Path]:
+def execute_chapter(
+    chapter_id: str,
+    scale: str | None,
+    out_dir: str | Path,
+    device: str = "auto",
+    seed: int = 0,
+    params: Mapping[str, Any] | None = None,
+    progress: bool = True,
+) -> tuple[Path, Path]:
     """Run one chapter end to end and return ``(executed notebook, ledger)`` paths.
 
     Every parameter is validated before anything is written (``ValueError`` naming the bad
@@ -142,29 +157,43 @@ def execute_chapter(chapter_id: str, scale: str | None, out_dir: str | Path, dev
     executed = out_dir / f"{chapter_id}.ipynb"
     ledger_path = out_dir / f"{chapter_id}.json"
     ledger_path.unlink(missing_ok=True)  # never report a stale ledger of an earlier run
-    parameters = {"scale": cfg.scale, "device": device, "seed": seed, "ledger_dir": str(out_dir), **params}
+    parameters = {
+        "scale": cfg.scale,
+        "device": device,
+        "seed": seed,
+        "ledger_dir": str(out_dir),
+        **params,
+    }
 
     try:
         with tempfile.TemporaryDirectory(prefix="companions-") as tmp:
             converted = Path(tmp) / f"{chapter_id}.ipynb"
             nbformat.write(notebook, str(converted))
             papermill.execute_notebook(
-                str(converted), str(executed), parameters=parameters, kernel_name=KERNEL,
-                language="python", cwd=str(source.parent), progress_bar=progress,
+                str(converted),
+                str(executed),
+                parameters=parameters,
+                kernel_name=KERNEL,
+                language="python",
+                cwd=str(source.parent),
+                progress_bar=progress,
             )
     except PapermillExecutionError as err:
         raise ChapterExecutionError(
             f"chapter {chapter_id!r} stopped in cell [{err.exec_count}] with {err.ename}: {err.evalue}\n"
             f"The executed notebook, up to the failing cell, is {executed}"
             + (f"\nThe chapter's ledger is {ledger_path}" if ledger_path.is_file() else ""),
-            executed, ledger_path,
+            executed,
+            ledger_path,
         ) from err
     finally:
         _record_source(executed, source)
     if not ledger_path.is_file():
         raise ChapterExecutionError(
             f"chapter {chapter_id!r} ran but wrote no ledger at {ledger_path}: does it call Ledger(cfg).finish()?",
-            executed, ledger_path)
+            executed,
+            ledger_path,
+        )
     return executed, ledger_path
 
 
@@ -200,13 +229,22 @@ def cmd_list(args: argparse.Namespace) -> int:
     for chapter in known.values():
         print(f"{chapter.id}: {chapter.title}")
         print(f"  notebook: {chapter.notebook}")
-        print(f"  common:   scale: one of {', '.join(scale_mod.SCALES)} (default: ${scale_mod.SCALE_ENV} or 'default')")
+        print(
+            f"  common:   scale: one of {', '.join(scale_mod.SCALES)} (default: ${scale_mod.SCALE_ENV} or 'default')"
+        )
         for name, spec in scale_mod.COMMON.items():
-            print(f"            {name}: {spec.describe()}" + (f" -- {spec.doc}" if spec.doc else ""))
+            print(
+                f"            {name}: {spec.describe()}" + (f" -- {spec.doc}" if spec.doc else "")
+            )
         print("  parameters:")
         for name, spec in chapter.params.items():
-            print(f"    {name}: {spec.describe()}" + (f" -- {spec.doc}" if getattr(spec, 'doc', '') else ""))
-            values = "  ".join(f"{s}={_fmt_value(chapter.presets[s][name])}" for s in scale_mod.SCALES)
+            print(
+                f"    {name}: {spec.describe()}"
+                + (f" -- {spec.doc}" if getattr(spec, "doc", "") else "")
+            )
+            values = "  ".join(
+                f"{s}={_fmt_value(chapter.presets[s][name])}" for s in scale_mod.SCALES
+            )
             print(f"      {values}")
         print()
     return 0
@@ -225,8 +263,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     out_dir = Path(args.out) if args.out else default_out_dir(args.chapter, cfg.scale)
     print(f"output folder: {out_dir}", flush=True)
     try:
-        executed, ledger_path = execute_chapter(args.chapter, cfg.scale, out_dir, device=args.device,
-                                                seed=args.seed, params=params, progress=not args.quiet)
+        executed, ledger_path = execute_chapter(
+            args.chapter,
+            cfg.scale,
+            out_dir,
+            device=args.device,
+            seed=args.seed,
+            params=params,
+            progress=not args.quiet,
+        )
     except ChapterExecutionError as err:
         if err.ledger_path.is_file():
             print(ledger_report([json.loads(err.ledger_path.read_text())]))
@@ -244,21 +289,37 @@ def cmd_ledger(args: argparse.Namespace) -> int:
         ledgers = ledger_mod.load(folder)
         report = ledger_report(ledgers) if ledgers else ""
     except (ValueError, KeyError, TypeError) as err:  # a JSON file there that is not a ledger
-        print(f"error: a file in {folder} is not a chapter ledger ({type(err).__name__}: {err})", file=sys.stderr)
+        print(
+            f"error: a file in {folder} is not a chapter ledger ({type(err).__name__}: {err})",
+            file=sys.stderr,
+        )
         return 2
     if not ledgers:
-        print(f"no ledgers found in {folder}: run a chapter first (python -m companions run ...), "
-              "or point --dir at a folder holding <chapter>.json files", file=sys.stderr)
+        print(
+            f"no ledgers found in {folder}: run a chapter first (python -m companions run ...), "
+            "or point --dir at a folder holding <chapter>.json files",
+            file=sys.stderr,
+        )
         return 1
     print(report)
-    failed = [(led["chapter"], c["id"]) for led in ledgers for c in led["claims"] if c["status"] == "fails"]
+    failed = [
+        (led["chapter"], c["id"])
+        for led in ledgers
+        for c in led["claims"]
+        if c["status"] == "fails"
+    ]
     if failed:
-        print(f"\n{len(failed)} claim(s) fail: " + ", ".join(f"{ch}/{cid}" for ch, cid in failed), file=sys.stderr)
+        print(
+            f"\n{len(failed)} claim(s) fail: " + ", ".join(f"{ch}/{cid}" for ch, cid in failed),
+            file=sys.stderr,
+        )
         return 1
     return 0
 
 
-def _chapters_with_questions(requested: Sequence[str], every: bool) -> tuple[dict[str, Path], list[str]]:
+def _chapters_with_questions(
+    requested: Sequence[str], every: bool
+) -> tuple[dict[str, Path], list[str]]:
     """``{chapter: source}`` to build, and the chapters skipped for having no graded question."""
     from companions.book import assign
 
@@ -274,7 +335,9 @@ def _chapters_with_questions(requested: Sequence[str], every: bool) -> tuple[dic
         elif every:
             skipped.append(chapter_id)
         else:
-            raise ValueError(f"chapter {chapter_id!r} has no graded question (see the README's 'Teaching' section)")
+            raise ValueError(
+                f"chapter {chapter_id!r} has no graded question (see the README's 'Teaching' section)"
+            )
     return chosen, skipped
 
 
@@ -283,7 +346,9 @@ def cmd_assign(args: argparse.Namespace) -> int:
 
     try:
         if args.scale not in scale_mod.SCALES:
-            raise ValueError(f"parameter 'scale' = {args.scale!r} is not allowed: one of {', '.join(scale_mod.SCALES)}")
+            raise ValueError(
+                f"parameter 'scale' = {args.scale!r} is not allowed: one of {', '.join(scale_mod.SCALES)}"
+            )
         chosen, skipped = _chapters_with_questions(args.chapters, args.all)
     except (ValueError, FileNotFoundError, assign.AssignmentError) as err:
         print(f"error: {err}", file=sys.stderr)
@@ -293,9 +358,14 @@ def cmd_assign(args: argparse.Namespace) -> int:
     for chapter_id, source in chosen.items():
         bundle = assign.build_assignment(chapter_id, source, args.out, scale=args.scale)
         points = sum(q.points for q in bundle.questions)
-        print(f"{chapter_id}: {len(bundle.questions)} graded questions, {points:g} points, at scale {args.scale!r}")
-        for label, path in (("student notebook", bundle.student), ("solution notebook", bundle.solution),
-                            ("autograder", bundle.autograder)):
+        print(
+            f"{chapter_id}: {len(bundle.questions)} graded questions, {points:g} points, at scale {args.scale!r}"
+        )
+        for label, path in (
+            ("student notebook", bundle.student),
+            ("solution notebook", bundle.solution),
+            ("autograder", bundle.autograder),
+        ):
             print(f"  {label + ':':<19}{path}")
     return 0
 
@@ -305,8 +375,10 @@ def cmd_grade(args: argparse.Namespace) -> int:
 
     autograder = Path(args.bundle) / args.chapter / "autograder" / f"{args.chapter}-autograder.zip"
     if not autograder.is_file():
-        print(f"error: no autograder at {autograder}: build it with 'python -m companions assign {args.chapter}'",
-              file=sys.stderr)
+        print(
+            f"error: no autograder at {autograder}: build it with 'python -m companions assign {args.chapter}'",
+            file=sys.stderr,
+        )
         return 2
     if not Path(args.submission).is_file():
         print(f"error: submission {args.submission!r} does not exist", file=sys.stderr)
@@ -314,9 +386,19 @@ def cmd_grade(args: argparse.Namespace) -> int:
     result = assign.grade(autograder, args.submission, out_dir=args.out)
     print(result.table())
     if args.json:
-        Path(args.json).write_text(json.dumps({"chapter": args.chapter, "submission": str(args.submission),
-                                               "scores": result.scores, "possible": result.possible,
-                                               "total": result.total, "max_total": result.max_total}, indent=1))
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    "chapter": args.chapter,
+                    "submission": str(args.submission),
+                    "scores": result.scores,
+                    "possible": result.possible,
+                    "total": result.total,
+                    "max_total": result.max_total,
+                },
+                indent=1,
+            )
+        )
     return 0
 
 
@@ -335,11 +417,25 @@ def cmd_student_edition(args: argparse.Namespace) -> int:
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     config_path = out / "_config.student.yml"
-    config_path.write_text("# generated by 'python -m companions student-edition' from _config.yml\n"
-                           + yaml.safe_dump(config, sort_keys=False))
+    config_path.write_text(
+        "# generated by 'python -m companions student-edition' from _config.yml\n"
+        + yaml.safe_dump(config, sort_keys=False)
+    )
     jupyter_book = Path(sys.executable).with_name("jupyter-book")
-    command = [str(jupyter_book) if jupyter_book.exists() else shutil.which("jupyter-book") or "jupyter-book",
-               "build", str(root), "--config", str(config_path), "--path-output", str(out), "-W", "-n", "--keep-going"]
+    command = [
+        str(jupyter_book)
+        if jupyter_book.exists()
+        else shutil.which("jupyter-book") or "jupyter-book",
+        "build",
+        str(root),
+        "--config",
+        str(config_path),
+        "--path-output",
+        str(out),
+        "-W",
+        "-n",
+        "--keep-going",
+    ]
     print(" ".join(command), flush=True)
     done = subprocess.run(command)
     if done.returncode == 0:
@@ -349,50 +445,91 @@ def cmd_student_edition(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m companions", description="Run and inspect the chapters of the book.",
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{list,run,ledger,assign,grade,student-edition}")
+        prog="python -m companions",
+        description="Run and inspect the chapters of the book.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(
+        dest="command", required=True, metavar="{list,run,ledger,assign,grade,student-edition}"
+    )
 
-    p_list = sub.add_parser("list", help="every chapter, its parameters and their values at each scale")
+    p_list = sub.add_parser(
+        "list", help="every chapter, its parameters and their values at each scale"
+    )
     p_list.set_defaults(func=cmd_list)
 
-    p_run = sub.add_parser("run", help="execute a chapter with papermill", epilog=EPILOG,
-                           formatter_class=argparse.RawDescriptionHelpFormatter)
+    p_run = sub.add_parser(
+        "run",
+        help="execute a chapter with papermill",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p_run.add_argument("chapter", help="chapter id (see 'list')")
-    p_run.add_argument("--scale", default=None,
-                       help=f"one of {', '.join(scale_mod.SCALES)} (default: ${scale_mod.SCALE_ENV}, else 'default')")
-    p_run.add_argument("--device", default="auto", help="auto (CUDA where present), cpu or cuda (default: auto)")
+    p_run.add_argument(
+        "--scale",
+        default=None,
+        help=f"one of {', '.join(scale_mod.SCALES)} (default: ${scale_mod.SCALE_ENV}, else 'default')",
+    )
+    p_run.add_argument(
+        "--device", default="auto", help="auto (CUDA where present), cpu or cuda (default: auto)"
+    )
     p_run.add_argument("--seed", type=int, default=0, help="seed of every random draw (default: 0)")
-    p_run.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
-                       help="a chapter parameter; VALUE is a Python literal (4, 0.5, \"[16, 32]\") or a string")
-    p_run.add_argument("--out", default=None,
-                       help="output folder (default: runs/<chapter>-<scale>-<YYYYmmdd-HHMMSS> under the current folder)")
+    p_run.add_argument(
+        "-p",
+        "--param",
+        nargs=2,
+        action="append",
+        metavar=("NAME", "VALUE"),
+        help='a chapter parameter; VALUE is a Python literal (4, 0.5, "[16, 32]") or a string',
+    )
+    p_run.add_argument(
+        "--out",
+        default=None,
+        help="output folder (default: runs/<chapter>-<scale>-<YYYYmmdd-HHMMSS> under the current folder)",
+    )
     p_run.add_argument("--quiet", action="store_true", help="no progress bar")
     p_run.set_defaults(func=cmd_run)
 
-    p_led = sub.add_parser("ledger", help="gather the ledgers in a folder into two tables (exit 1 if a claim fails)")
-    p_led.add_argument("--dir", default=None,
-                       help=f"folder of <chapter>.json ledgers (default: ${ledger_mod.LEDGER_ENV}, else <root>/_build/ledger)")
+    p_led = sub.add_parser(
+        "ledger", help="gather the ledgers in a folder into two tables (exit 1 if a claim fails)"
+    )
+    p_led.add_argument(
+        "--dir",
+        default=None,
+        help=f"folder of <chapter>.json ledgers (default: ${ledger_mod.LEDGER_ENV}, else <root>/_build/ledger)",
+    )
     p_led.set_defaults(func=cmd_ledger)
 
     p_asg = sub.add_parser("assign", help="build graded assignments (otter-grader) from chapters")
     p_asg.add_argument("chapters", nargs="*", help="chapter ids (see 'list')")
     p_asg.add_argument("--all", action="store_true", help="every chapter that has graded questions")
     p_asg.add_argument("--out", default="assignments", help="output folder (default: assignments)")
-    p_asg.add_argument("--scale", default="smoke",
-                       help="the scale the student notebook runs at (default: smoke, so grading is quick)")
+    p_asg.add_argument(
+        "--scale",
+        default="smoke",
+        help="the scale the student notebook runs at (default: smoke, so grading is quick)",
+    )
     p_asg.set_defaults(func=cmd_assign)
 
-    p_grd = sub.add_parser("grade", help="grade a submitted notebook with otter (no Docker): points per question")
+    p_grd = sub.add_parser(
+        "grade", help="grade a submitted notebook with otter (no Docker): points per question"
+    )
     p_grd.add_argument("chapter", help="chapter id")
     p_grd.add_argument("submission", help="the student's .ipynb")
-    p_grd.add_argument("--bundle", default="assignments", help="the folder 'assign' wrote (default: assignments)")
+    p_grd.add_argument(
+        "--bundle", default="assignments", help="the folder 'assign' wrote (default: assignments)"
+    )
     p_grd.add_argument("--out", default=None, help="keep otter's results.json in this folder")
-    p_grd.add_argument("--json", default=None, help="write the points per question to this JSON file")
+    p_grd.add_argument(
+        "--json", default=None, help="write the points per question to this JSON file"
+    )
     p_grd.set_defaults(func=cmd_grade)
 
     p_stu = sub.add_parser("student-edition", help="build the book with the solutions hidden")
-    p_stu.add_argument("--out", default="_build/student", help="output folder (default: _build/student)")
+    p_stu.add_argument(
+        "--out", default="_build/student", help="output folder (default: _build/student)"
+    )
     p_stu.set_defaults(func=cmd_student_edition)
     return parser
 

@@ -96,7 +96,8 @@ def _purge(app, env, docname):
 
 def _merge(app, env, docnames, other):
     env.companions_summary_docs = getattr(env, "companions_summary_docs", set()) | (
-        getattr(other, "companions_summary_docs", set()) & set(docnames))
+        getattr(other, "companions_summary_docs", set()) & set(docnames)
+    )
 
 
 # -------------------------------------------------------------------------------------------------
@@ -120,25 +121,41 @@ def _source_read(app, docname, source):
 def _read_ledger(app, docname: str, chapter) -> dict | None:
     path = ledger_dir(app.srcdir) / f"{chapter.id}.json"
     if not path.is_file():
-        logger.warning(f"chapter {chapter.id!r} wrote no ledger at {path} while the book ran it: "
-                       "its banner has no scale, device or claims", location=docname,
-                       type="companions", subtype="ledger")
+        logger.warning(
+            f"chapter {chapter.id!r} wrote no ledger at {path} while the book ran it: "
+            "its banner has no scale, device or claims",
+            location=docname,
+            type="companions",
+            subtype="ledger",
+        )
         return None
     started = getattr(app.env, "companions_read_started", {}).get(docname)
     if started is not None and path.stat().st_mtime < started - 1.0:
-        logger.warning(f"the ledger {path} is older than this build's run of chapter {chapter.id!r} "
-                       "(was the notebook executed?): its banner would describe another run",
-                       location=docname, type="companions", subtype="ledger")
+        logger.warning(
+            f"the ledger {path} is older than this build's run of chapter {chapter.id!r} "
+            "(was the notebook executed?): its banner would describe another run",
+            location=docname,
+            type="companions",
+            subtype="ledger",
+        )
         return None
     try:
         data = json.loads(path.read_text())
     except ValueError as exc:
-        logger.warning(f"the ledger {path} is not JSON ({exc})", location=docname,
-                       type="companions", subtype="ledger")
+        logger.warning(
+            f"the ledger {path} is not JSON ({exc})",
+            location=docname,
+            type="companions",
+            subtype="ledger",
+        )
         return None
     if not isinstance(data, dict) or data.get("chapter") != chapter.id or "claims" not in data:
-        logger.warning(f"{path} is not the ledger of chapter {chapter.id!r}", location=docname,
-                       type="companions", subtype="ledger")
+        logger.warning(
+            f"{path} is not the ledger of chapter {chapter.id!r}",
+            location=docname,
+            type="companions",
+            subtype="ledger",
+        )
         return None
     return data
 
@@ -161,8 +178,13 @@ def _status_nodes(counts: dict) -> list[nodes.Node]:
     for i, status in enumerate(STATUSES):
         if i:
             out.append(nodes.Text(", "))
-        out.append(nodes.inline("", f"{counts[status]} {status}",
-                                classes=["companions-status", f"companions-{status}"]))
+        out.append(
+            nodes.inline(
+                "",
+                f"{counts[status]} {status}",
+                classes=["companions-status", f"companions-{status}"],
+            )
+        )
     return out
 
 
@@ -177,8 +199,11 @@ def banner_nodes(app, docname: str, chapter_id: str, led: dict | None) -> nodes.
     """The banner as ordinary docutils nodes (text and links), for any builder."""
     box = nodes.container(classes=["companions-banner"])
     if led is None:
-        box += nodes.paragraph("", f"No ledger of chapter {chapter_id} was written in this build: "
-                               "what this page shows was not checked.")
+        box += nodes.paragraph(
+            "",
+            f"No ledger of chapter {chapter_id} was written in this build: "
+            "what this page shows was not checked.",
+        )
         return box
     scale = str(led.get("scale"))
     para = nodes.paragraph()
@@ -188,7 +213,9 @@ def banner_nodes(app, docname: str, chapter_id: str, led: dict | None) -> nodes.
         para += nodes.Text(f" ({SCALE_MEANING[scale]})")
     para += nodes.Text(" on ")
     para += nodes.strong("", str(led.get("device")))
-    para += nodes.Text(f", seed {led.get('seed')}; its code ran for {float(led.get('wall_seconds', 0)):.0f} s.")
+    para += nodes.Text(
+        f", seed {led.get('seed')}; its code ran for {float(led.get('wall_seconds', 0)):.0f} s."
+    )
     box += para
 
     counts = status_counts(led)
@@ -200,7 +227,10 @@ def banner_nodes(app, docname: str, chapter_id: str, led: dict | None) -> nodes.
     para += nodes.Text(").")
     box += para
 
-    if getattr(app.builder, "format", "") == "html" and "companions.book.sphinx_reader" in app.extensions:
+    if (
+        getattr(app.builder, "format", "") == "html"
+        and "companions.book.sphinx_reader" in app.extensions
+    ):
         from companions.book import sphinx_reader
 
         links = sphinx_reader.notebook_links(app, docname)
@@ -235,7 +265,9 @@ def summary_rows(app) -> list[tuple[str, str, dict | None]]:
     """``(docname, chapter id, ledger or None)`` for every chapter page of this book, in toc order."""
     chapters = chapter_docs()
     order = {doc: i for i, doc in enumerate(getattr(app.env, "companions_toc_order", []))}
-    docs = sorted((d for d in chapters if d in app.env.found_docs), key=lambda d: (order.get(d, 1e9), d))
+    docs = sorted(
+        (d for d in chapters if d in app.env.found_docs), key=lambda d: (order.get(d, 1e9), d)
+    )
     folder = ledger_dir(app.srcdir)
     rows = []
     for doc in docs:
@@ -264,7 +296,11 @@ def summary_table(app, fromdoc: str) -> nodes.Node:
         r = nodes.row()
         for cell in cells:
             entry = nodes.entry()
-            entry += nodes.paragraph("", "", cell) if isinstance(cell, nodes.Node) else nodes.paragraph("", str(cell))
+            entry += (
+                nodes.paragraph("", "", cell)
+                if isinstance(cell, nodes.Node)
+                else nodes.paragraph("", str(cell))
+            )
             r += entry
         return r
 
@@ -285,7 +321,15 @@ def summary_table(app, fromdoc: str) -> nodes.Node:
         for s in STATUSES:
             total[s] += counts[s]
         claims += len(led["claims"])
-        body += row([link, led.get("scale"), led.get("device"), len(led["claims"]), *(counts[s] for s in STATUSES)])
+        body += row(
+            [
+                link,
+                led.get("scale"),
+                led.get("device"),
+                len(led["claims"]),
+                *(counts[s] for s in STATUSES),
+            ]
+        )
     if len(rows) > 1:
         body += row(["all chapters", "", "", claims, *(total[s] for s in STATUSES)])
     group += body

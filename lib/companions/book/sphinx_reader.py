@@ -34,8 +34,8 @@ from sphinx.util import logging
 logger = logging.getLogger(__name__)
 
 NOTEBOOK_DIR = "_notebooks"
-MATHJAX_BUNDLE = "tex-mml-chtml.js"   # the bundle Sphinx's default CDN address names
-MATHJAX_STATIC = "mathjax"           # under _static/
+MATHJAX_BUNDLE = "tex-mml-chtml.js"  # the bundle Sphinx's default CDN address names
+MATHJAX_STATIC = "mathjax"  # under _static/
 COLAB_URL = "https://colab.research.google.com"
 SETUP_TAG = "companions-setup"
 
@@ -61,9 +61,12 @@ def _mathjax_config(app, config):
     if not config.companions_offline_mathjax or config.mathjax_path != MATHJAX_URL:
         return
     if mathjax_source() is None:
-        logger.warning("MathJax is not installed (django-static-mathjax, in requirements.txt): the book "
-                       f"will load it from {MATHJAX_URL} and show raw TeX without network",
-                       type="companions", subtype="mathjax")
+        logger.warning(
+            "MathJax is not installed (django-static-mathjax, in requirements.txt): the book "
+            f"will load it from {MATHJAX_URL} and show raw TeX without network",
+            type="companions",
+            subtype="mathjax",
+        )
         return
     config.mathjax_path = f"{MATHJAX_STATIC}/{MATHJAX_BUNDLE}"
 
@@ -105,8 +108,8 @@ def setup_cell_source(repo_url: str | None) -> str:
     return (
         "# Added by the book's build: on Colab, or anywhere the book's library is missing, install it.\n"
         "import importlib.util, subprocess, sys\n"
-        "if importlib.util.find_spec(\"companions\") is None:\n"
-        f"    subprocess.check_call([sys.executable, \"-m\", \"pip\", \"install\", \"-q\", {target!r}])"
+        'if importlib.util.find_spec("companions") is None:\n'
+        f'    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", {target!r}])'
     )
 
 
@@ -140,7 +143,9 @@ def write_notebooks(app) -> list[Path]:
         target = Path(app.outdir) / NOTEBOOK_DIR / f"{docname}.ipynb"
         target.parent.mkdir(parents=True, exist_ok=True)
         nb = chapter_notebook(app.env.doc2path(docname), repo[0] if repo else None)
-        if getattr(app.config, "companions_student_edition", False):  # the student edition offers no solutions
+        if getattr(
+            app.config, "companions_student_edition", False
+        ):  # the student edition offers no solutions
             from companions.book.assign import strip_solutions
 
             nb = strip_solutions(nb)
@@ -179,8 +184,13 @@ def notebook_links(app, docname: str) -> list[tuple[str, str]]:
     from sphinx.util.osutil import relative_uri
 
     here = app.builder.get_target_uri(docname)
-    links = [("download the notebook (.ipynb)", relative_uri(here, f"{NOTEBOOK_DIR}/{docname}.ipynb"))]
-    for text, url in (("open in Colab", colab_url(app, docname)), ("launch on Binder", binder_url(app, docname))):
+    links = [
+        ("download the notebook (.ipynb)", relative_uri(here, f"{NOTEBOOK_DIR}/{docname}.ipynb"))
+    ]
+    for text, url in (
+        ("open in Colab", colab_url(app, docname)),
+        ("launch on Binder", binder_url(app, docname)),
+    ):
         if url:
             links.append((text, url))
     return links
@@ -228,7 +238,10 @@ def _clean_console(app, pagename, templatename, context, doctree):
 def _build_finished(app, exc):
     if exc is not None or getattr(app.builder, "format", "") != "html":
         return
-    if app.config.companions_offline_mathjax and app.config.mathjax_path == f"{MATHJAX_STATIC}/{MATHJAX_BUNDLE}":
+    if (
+        app.config.companions_offline_mathjax
+        and app.config.mathjax_path == f"{MATHJAX_STATIC}/{MATHJAX_BUNDLE}"
+    ):
         copy_mathjax(app.outdir)
     write_notebooks(app)
 

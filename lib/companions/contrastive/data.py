@@ -37,7 +37,9 @@ def eps_vector(d: int, n_maj: int, eps_max: float, eps_min: float) -> list[float
     """Feature frequencies of Definition 3.1: ``n_maj`` majority features (``eps_max``), then
     ``d - n_maj`` minority features (``eps_min``), as in [000] Section 4 and [001] Experiment 5."""
     if not 0 < n_maj < d:
-        raise ValueError(f"parameter 'n_maj' = {n_maj!r} is not allowed: expected 0 < n_maj < d = {d}")
+        raise ValueError(
+            f"parameter 'n_maj' = {n_maj!r} is not allowed: expected 0 < n_maj < d = {d}"
+        )
     return [float(eps_max)] * n_maj + [float(eps_min)] * (d - n_maj)
 
 
@@ -71,7 +73,9 @@ def c_z(kappa_j: float, eps_j: float, d: int) -> float:
     return kappa_j * d / (eps_j * math.log(math.log(d)))
 
 
-def dictionary(runs: int, d1: int, d: int, generator: torch.Generator, dtype=torch.float64, device="cpu"):
+def dictionary(
+    runs: int, d1: int, d: int, generator: torch.Generator, dtype=torch.float64, device="cpu"
+):
     """``runs`` column-orthonormal dictionaries ``M`` in ``R^{d1 x d}`` (Assumption 3.1): QR of a
     Gaussian matrix, so the columns are delocalised (``||M_j||_inf ~ sqrt(2 log d1 / d1)``)."""
     if d1 <= d:
@@ -99,13 +103,17 @@ def _token_presence(shape, L: int, q: float, generator) -> torch.Tensor:
     tok = torch.rand(*shape[:-1], L, shape[-1], generator=generator, device=generator.device) < q
     empty = ~tok.any(-2)
     while bool(empty.any()):  # redraw the empty columns only: exact conditioning on N >= 1
-        redraw = torch.rand(*shape[:-1], L, shape[-1], generator=generator, device=generator.device) < q
+        redraw = (
+            torch.rand(*shape[:-1], L, shape[-1], generator=generator, device=generator.device) < q
+        )
         tok = torch.where(empty.unsqueeze(-2), redraw, tok)
         empty = ~tok.any(-2)
     return tok
 
 
-def sample_latents(probs: torch.Tensor, K: int, L: int, mag_low: float, q: float, generator: torch.Generator):
+def sample_latents(
+    probs: torch.Tensor, K: int, L: int, mag_low: float, q: float, generator: torch.Generator
+):
     """Latent codes ``(zX, zY)``, each ``(R, K, L, d)``, of ``K`` positive pairs per run.
 
     Support ``s ~ Bernoulli(p_j)`` and sign are drawn per sample and shared by both views and all
@@ -114,19 +122,33 @@ def sample_latents(probs: torch.Tensor, K: int, L: int, mag_low: float, q: float
     R, d = probs.shape
     p = probs.to(device=gdev, dtype=torch.float64)[:, None, :]
     support = torch.rand(R, K, d, generator=generator, device=gdev, dtype=torch.float64) < p
-    sign = torch.where(torch.rand(R, K, d, generator=generator, device=gdev) < 0.5, -1.0, 1.0).to(torch.float64)
+    sign = torch.where(torch.rand(R, K, d, generator=generator, device=gdev) < 0.5, -1.0, 1.0).to(
+        torch.float64
+    )
     base = (support * sign).unsqueeze(-2)  # (R, K, 1, d)
     views = []
     for _ in range(2):
-        mag = mag_low + (1 - mag_low) * torch.rand(R, K, L, d, generator=generator, device=gdev, dtype=torch.float64)
+        mag = mag_low + (1 - mag_low) * torch.rand(
+            R, K, L, d, generator=generator, device=gdev, dtype=torch.float64
+        )
         if q < 1.0:
             mag = mag * _token_presence((R, K, d), L, q, generator)
         views.append(base * mag)
     return views[0], views[1]
 
 
-def sample_batch(M: torch.Tensor, probs: torch.Tensor, sigma: torch.Tensor, K: int, L: int, mag_low: float,
-                 q: float, generator: torch.Generator, pooled: bool = True, noise_dtype=torch.float32) -> Batch:
+def sample_batch(
+    M: torch.Tensor,
+    probs: torch.Tensor,
+    sigma: torch.Tensor,
+    K: int,
+    L: int,
+    mag_low: float,
+    q: float,
+    generator: torch.Generator,
+    pooled: bool = True,
+    noise_dtype=torch.float32,
+) -> Batch:
     """``K`` positive pairs per run of eq (6): ``x^(l) = M z^(l) + xi^(l)``, ``xi ~ N(0, sigma^2 I)``.
 
     ``sigma``: per-run noise standard deviation ``(R,)``. With ``pooled=True`` the token mean
@@ -144,11 +166,21 @@ def sample_batch(M: torch.Tensor, probs: torch.Tensor, sigma: torch.Tensor, K: i
     out = []
     for z in (zx, zy):
         if pooled:
-            noise = torch.randn(R, K, d1, generator=generator, device=gdev, dtype=noise_dtype).to(device=dev, dtype=dt)
-            out.append(z.mean(-2) @ M.transpose(-1, -2) + noise * (s / math.sqrt(L)).to(device=dev, dtype=dt)[:, None, None])
+            noise = torch.randn(R, K, d1, generator=generator, device=gdev, dtype=noise_dtype).to(
+                device=dev, dtype=dt
+            )
+            out.append(
+                z.mean(-2) @ M.transpose(-1, -2)
+                + noise * (s / math.sqrt(L)).to(device=dev, dtype=dt)[:, None, None]
+            )
         else:
-            noise = torch.randn(R, K, L, d1, generator=generator, device=gdev, dtype=noise_dtype).to(device=dev, dtype=dt)
-            out.append(torch.einsum("rkld,red->rkle", z, M) + noise * s.to(device=dev, dtype=dt)[:, None, None, None])
+            noise = torch.randn(
+                R, K, L, d1, generator=generator, device=gdev, dtype=noise_dtype
+            ).to(device=dev, dtype=dt)
+            out.append(
+                torch.einsum("rkld,red->rkle", z, M)
+                + noise * s.to(device=dev, dtype=dt)[:, None, None, None]
+            )
     return Batch(out[0], out[1], zx, zy, pooled)
 
 
@@ -163,4 +195,8 @@ def run_grid(eps_min_values, nsr_values, repeats: int):
             ns += [float(n)] * repeats
             ci += [c] * repeats
             c += 1
-    return torch.tensor(em, dtype=torch.float64), torch.tensor(ns, dtype=torch.float64), torch.tensor(ci)
+    return (
+        torch.tensor(em, dtype=torch.float64),
+        torch.tensor(ns, dtype=torch.float64),
+        torch.tensor(ci),
+    )

@@ -48,7 +48,7 @@ def minority_alignment(C: torch.Tensor, n_maj: int):
 def by_config(values: torch.Tensor, config_index: torch.Tensor, n_configs: int):
     """Mean and standard deviation over the repeats of each configuration of a sweep (``data.run_grid``'s
     ``config_index``): two ``(n_configs,)`` tensors; the deviation is 0 with a single repeat."""
-    v = torch.stack([values[config_index == c] for c in range(n_configs)])   # (configs, repeats)
+    v = torch.stack([values[config_index == c] for c in range(n_configs)])  # (configs, repeats)
     return v.mean(-1), v.std(-1) if v.shape[-1] > 1 else torch.zeros(n_configs, dtype=v.dtype)
 
 
@@ -75,7 +75,9 @@ def embed_pairs(hist, s, n: int, generator: torch.Generator):
     zx)``; the data use each run's own dictionary, frequencies and noise ("we keep the feature space
     identical", [001] Experiment 3)."""
     M = hist.M.to(hist.W.dtype)
-    batch = cdata.sample_batch(M, hist.probs, hist.sigma, n, s.L, s.mag_low, s.token_q, generator, pooled=s.pooled)
+    batch = cdata.sample_batch(
+        M, hist.probs, hist.sigma, n, s.L, s.mag_low, s.token_q, generator, pooled=s.pooled
+    )
     hx = cmodel.features(hist.W, batch.x, hist.b_final, s.L, s.att_scale)
     hy = cmodel.features(hist.W, batch.y, hist.b_final, s.L, s.att_scale)
     return hx, hy, batch.zx
@@ -96,30 +98,49 @@ def regression_target(z: torch.Tensor, target: str = "mean") -> torch.Tensor:
         return z.mean(-2)
     if target == "support":
         return (z != 0).any(-2).to(z.dtype)
-    raise ValueError(f"parameter 'reg_target' = {target!r} is not allowed: expected 'mean' or 'support'")
+    raise ValueError(
+        f"parameter 'reg_target' = {target!r} is not allowed: expected 'mean' or 'support'"
+    )
 
 
-def regression_mse(h_train, z_train, h_test, z_test, n_maj: int, ridge: float = 1e-6, target: str = "mean"):
+def regression_mse(
+    h_train, z_train, h_test, z_test, n_maj: int, ridge: float = 1e-6, target: str = "mean"
+):
     """Figure 5: ridge least squares from ``f(X)`` (plus intercept) to ``y = mean_l z^(l)``, per run.
     Returns ``(mse_all (R,), one_minus_r2_minority (R,))`` on the test pairs."""
+
     def design(h):
         return torch.cat([h, torch.ones(*h.shape[:-1], 1, dtype=h.dtype, device=h.device)], dim=-1)
 
     Xtr, Xte = design(h_train), design(h_test)
     ytr, yte = regression_target(z_train, target), regression_target(z_test, target)
     G = Xtr.transpose(-1, -2) @ Xtr
-    G = G + ridge * torch.eye(G.shape[-1], dtype=G.dtype, device=G.device) * (1 + G.diagonal(dim1=-2, dim2=-1).mean(-1))[:, None, None]
+    G = (
+        G
+        + ridge
+        * torch.eye(G.shape[-1], dtype=G.dtype, device=G.device)
+        * (1 + G.diagonal(dim1=-2, dim2=-1).mean(-1))[:, None, None]
+    )
     beta = torch.linalg.solve(G, Xtr.transpose(-1, -2) @ ytr)
     err = Xte @ beta - yte
-    mse = (err ** 2).mean((-1, -2))
+    mse = (err**2).mean((-1, -2))
     var = yte[..., n_maj:].var(-2).clamp_min(1e-300)
     r = ((err[..., n_maj:] ** 2).mean(-2) / var).mean(-1)
     return mse, r
 
 
 @torch.no_grad()
-def evaluate_runs(hist, s, runs, test_pairs: int, train_pairs: int, test_seed: int, chunk: int, device="cpu",
-                  target: str = "mean"):
+def evaluate_runs(
+    hist,
+    s,
+    runs,
+    test_pairs: int,
+    train_pairs: int,
+    test_seed: int,
+    chunk: int,
+    device="cpu",
+    target: str = "mean",
+):
     """Experiments 3-4 for the runs ``runs`` (a slice), ``chunk`` runs at a time on ``device``:
     ``(test_cosine, zero_fraction, mse, one_minus_r2_minority)``, each ``(len(runs),)``. The test and
     training pairs of every chunk come from generators on ``device`` seeded with ``test_seed`` ("a fixed
@@ -127,13 +148,24 @@ def evaluate_runs(hist, s, runs, test_pairs: int, train_pairs: int, test_seed: i
     idx = torch.arange(len(hist.W))[runs]
     outs = []
     for k in range(0, len(idx), chunk):
-        sel = idx[k:k + chunk]
+        sel = idx[k : k + chunk]
         sub = type("Sub", (), {})()
-        sub.W, sub.M, sub.b_final = hist.W[sel].to(device), hist.M[sel].to(device, hist.W.dtype), hist.b_final[sel].to(device)
+        sub.W, sub.M, sub.b_final = (
+            hist.W[sel].to(device),
+            hist.M[sel].to(device, hist.W.dtype),
+            hist.b_final[sel].to(device),
+        )
         sub.probs, sub.sigma = hist.probs[sel], hist.sigma[sel]
-        hx, hy, zx = embed_pairs(sub, s, test_pairs, torch.Generator(device=device).manual_seed(test_seed + k))
+        hx, hy, zx = embed_pairs(
+            sub, s, test_pairs, torch.Generator(device=device).manual_seed(test_seed + k)
+        )
         cos, zero = test_cosine(hx, hy)
-        htr, _, ztr = embed_pairs(sub, s, train_pairs, torch.Generator(device=device).manual_seed(test_seed + 10_000_019 + k))
+        htr, _, ztr = embed_pairs(
+            sub,
+            s,
+            train_pairs,
+            torch.Generator(device=device).manual_seed(test_seed + 10_000_019 + k),
+        )
         mse, r2 = regression_mse(htr, ztr, hx, zx, s.n_maj, target=target)
         outs.append(torch.stack([cos, zero, mse, r2]).cpu())
     return tuple(torch.cat(outs, dim=1))

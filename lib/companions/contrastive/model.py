@@ -30,9 +30,20 @@ def brelu(s: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.relu(s - b) - torch.relu(-s - b)
 
 
-def init_weights(runs: int, m: int, d1: int, sigma0: float, generator: torch.Generator, dtype=torch.float64, device="cpu"):
+def init_weights(
+    runs: int,
+    m: int,
+    d1: int,
+    sigma0: float,
+    generator: torch.Generator,
+    dtype=torch.float64,
+    device="cpu",
+):
     """``w_i^(0) ~ N(0, sigma0^2 I_{d1})`` (Algorithm 1, line 1), shape ``(R, m, d1)``."""
-    W = torch.randn(runs, m, d1, generator=generator, dtype=torch.float64, device=generator.device) * sigma0
+    W = (
+        torch.randn(runs, m, d1, generator=generator, dtype=torch.float64, device=generator.device)
+        * sigma0
+    )
     return W.to(device=device, dtype=dtype)
 
 
@@ -50,8 +61,14 @@ def preactivations(W: torch.Tensor, views: torch.Tensor, att_scale: float = 0.0)
     return torch.einsum("rkle,rme->rklm", Z, W)
 
 
-def features(W: torch.Tensor, views: torch.Tensor, b: torch.Tensor, L: int, att_scale: float = 0.0,
-             mask: torch.Tensor | None = None) -> torch.Tensor:
+def features(
+    W: torch.Tensor,
+    views: torch.Tensor,
+    b: torch.Tensor,
+    L: int,
+    att_scale: float = 0.0,
+    mask: torch.Tensor | None = None,
+) -> torch.Tensor:
     """The embedding ``f(X) = (h_1..h_m)``, ``(R, K, m)`` (eq (4)). Pooled views carry the token mean,
     whose attention output is the same for every query, so the sum over ``L`` queries is ``L`` times
     one term."""
@@ -99,10 +116,22 @@ class BiasSchedule:
     ``t1_steps > 0``. ``T2`` per run: first ``t`` with ``max_i ||w_i||^2 >= d ||w_i^(T1)||^2`` (61).
     """
 
-    def __init__(self, runs: int, m: int, d: int, eta: float, c_b: float, t1_rule: str = "mean",
-                 t1_steps: int = 0, dtype=torch.float64, device="cpu"):
+    def __init__(
+        self,
+        runs: int,
+        m: int,
+        d: int,
+        eta: float,
+        c_b: float,
+        t1_rule: str = "mean",
+        t1_steps: int = 0,
+        dtype=torch.float64,
+        device="cpu",
+    ):
         if t1_rule not in ("mean", "min"):
-            raise ValueError(f"parameter 't1_rule' = {t1_rule!r} is not allowed: expected one of 'mean', 'min'")
+            raise ValueError(
+                f"parameter 't1_rule' = {t1_rule!r} is not allowed: expected one of 'mean', 'min'"
+            )
         self.d, self.eta, self.c_b, self.t1_rule, self.t1_steps = d, eta, c_b, t1_rule, t1_steps
         self.b = torch.zeros(runs, m, dtype=dtype, device=device)
         self.stage = torch.ones(runs, dtype=torch.long, device=device)
@@ -139,7 +168,7 @@ class BiasSchedule:
         grown = torch.maximum(self.b * (1 + self.eta / self.d), self.b * ratio)
         self.b = torch.where(s2, grown, torch.where(s3, self.b * ratio, self.b))
         # stage 2 -> 3 at T2 (61)
-        reach = (n_new ** 2 >= self.d * self.norm_t1 ** 2).any(-1) & (self.stage == 2)
+        reach = (n_new**2 >= self.d * self.norm_t1**2).any(-1) & (self.stage == 2)
         self.t2 = torch.where(reach, torch.full_like(self.t2, t + 1), self.t2)
         self.stage = torch.where(reach, torch.full_like(self.stage, 3), self.stage)
         # stage 1 -> 2 at T1

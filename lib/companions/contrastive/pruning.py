@@ -43,7 +43,9 @@ RULES = ("magnitude", "oracle", "minority")
 def pruned_count(m: int, alpha: float) -> int:
     """``floor(alpha m)`` neurons pruned (``|P| = alpha m``, Appendix F); ``alpha`` must lie in ``[0, 1)``."""
     if not (isinstance(alpha, (int, float)) and 0 <= alpha < 1):
-        raise ValueError(f"parameter 'alpha' = {alpha!r} is not allowed: expected a pruning ratio 0 <= alpha < 1")
+        raise ValueError(
+            f"parameter 'alpha' = {alpha!r} is not allowed: expected a pruning ratio 0 <= alpha < 1"
+        )
     return int(math.floor(alpha * m + 1e-9))
 
 
@@ -92,13 +94,19 @@ def strongest_minority_feature(W: torch.Tensor, M: torch.Tensor, n_maj: int) -> 
     return n_maj + c2[..., n_maj:].max(-2).values.argmax(-1)
 
 
-def oracle_set(W: torch.Tensor, M: torch.Tensor, feature: torch.Tensor, k: int, threshold: float = 0.25) -> torch.Tensor:
+def oracle_set(
+    W: torch.Tensor, M: torch.Tensor, feature: torch.Tensor, k: int, threshold: float = 0.25
+) -> torch.Tensor:
     """Appendix F's pruned set ``P subset M*_{j*}``: per run, up to ``k`` specialists of ``feature[r]``
     (largest ``cos^2`` first), ``(R, m)`` boolean. Fewer than ``k`` when the run has fewer specialists."""
     spec = specialists(W, M, threshold)
     R = W.shape[0]
-    own = spec[torch.arange(R), :, feature]                         # (R, m)
-    score = torch.where(own, (cmodel.cosines(W, M) ** 2)[torch.arange(R), :, feature], torch.full_like(own, -1.0, dtype=W.dtype))
+    own = spec[torch.arange(R), :, feature]  # (R, m)
+    score = torch.where(
+        own,
+        (cmodel.cosines(W, M) ** 2)[torch.arange(R), :, feature],
+        torch.full_like(own, -1.0, dtype=W.dtype),
+    )
     order = score.argsort(dim=-1, descending=True, stable=True)[:, :k]
     chosen = torch.zeros_like(own)
     chosen.scatter_(1, order, True)
@@ -129,8 +137,13 @@ class PruneLog:
         """The entries of the steps ``>= step``, as a new (stacked) log."""
         self.stack()
         keep = self.steps >= step
-        return PruneLog(steps=self.steps[keep], ids=self.ids[keep], dominant=self.dominant[keep],
-                        cos2=self.cos2[keep], norm=self.norm[keep])
+        return PruneLog(
+            steps=self.steps[keep],
+            ids=self.ids[keep],
+            dominant=self.dominant[keep],
+            cos2=self.cos2[keep],
+            norm=self.norm[keep],
+        )
 
     def categories(self, n_maj: int, threshold: float = 0.25) -> dict:
         """Per run, the fraction of pruned neuron-steps that were a minority specialist, a majority
@@ -141,8 +154,11 @@ class PruneLog:
         minority = aligned & (self.dominant >= n_maj)
         majority = aligned & (self.dominant < n_maj) & (self.dominant >= 0)
         n = valid.sum((0, 2)).clamp_min(1)
-        return {"minority": minority.sum((0, 2)) / n, "majority": majority.sum((0, 2)) / n,
-                "unaligned": (valid & ~aligned).sum((0, 2)) / n}
+        return {
+            "minority": minority.sum((0, 2)) / n,
+            "majority": majority.sum((0, 2)) / n,
+            "unaligned": (valid & ~aligned).sum((0, 2)) / n,
+        }
 
     def times_pruned(self, m: int) -> torch.Tensor:
         """``(R, m)``: how many logged steps each neuron spent pruned."""
@@ -150,7 +166,9 @@ class PruneLog:
         E, R, k = self.ids.shape
         ids = self.ids.permute(1, 0, 2).reshape(R, E * k)
         counts = torch.zeros(R, m + 1, dtype=torch.long)
-        counts.scatter_add_(1, torch.where(ids >= 0, ids, m), torch.ones(R, E * k, dtype=torch.long))
+        counts.scatter_add_(
+            1, torch.where(ids >= 0, ids, m), torch.ones(R, E * k, dtype=torch.long)
+        )
         return counts[:, :m]
 
 
@@ -163,21 +181,41 @@ class Pruner:
     (``(R, m)`` boolean, e.g. :func:`oracle_set`), from ``start`` on. Before ``start`` no mask is applied (vanilla training).
     Every pruned step is recorded in ``self.log`` (with ``log_every`` > 1, every ``log_every``-th)."""
 
-    def __init__(self, alpha: float = 0.1, rule: str = "magnitude", start: int = 0, every: int = 1,
-                 oracle: torch.Tensor | None = None, log_every: int = 1, n_maj: int | None = None):
+    def __init__(
+        self,
+        alpha: float = 0.1,
+        rule: str = "magnitude",
+        start: int = 0,
+        every: int = 1,
+        oracle: torch.Tensor | None = None,
+        log_every: int = 1,
+        n_maj: int | None = None,
+    ):
         if rule not in RULES:
             raise ValueError(f"parameter 'rule' = {rule!r} is not allowed: expected one of {RULES}")
         pruned_count(1, alpha)  # validates alpha
         if rule == "oracle" and oracle is None:
-            raise ValueError("parameter 'oracle' is required with rule='oracle': the (R, m) boolean pruned set")
+            raise ValueError(
+                "parameter 'oracle' is required with rule='oracle': the (R, m) boolean pruned set"
+            )
         if rule != "oracle" and oracle is not None:
             raise ValueError("parameter 'oracle' is only used with rule='oracle'")
         if rule == "minority" and not (isinstance(n_maj, int) and n_maj >= 1):
-            raise ValueError(f"parameter 'n_maj' = {n_maj!r} is required with rule='minority': the number of majority features (>= 1)")
+            raise ValueError(
+                f"parameter 'n_maj' = {n_maj!r} is required with rule='minority': the number of majority features (>= 1)"
+            )
         for name, value in (("start", start), ("every", every), ("log_every", log_every)):
             if not isinstance(value, int) or value < (0 if name == "start" else 1):
-                raise ValueError(f"parameter '{name}' = {value!r} is not allowed: expected an integer >= {0 if name == 'start' else 1}")
-        self.alpha, self.rule, self.start, self.every, self.log_every = alpha, rule, start, every, log_every
+                raise ValueError(
+                    f"parameter '{name}' = {value!r} is not allowed: expected an integer >= {0 if name == 'start' else 1}"
+                )
+        self.alpha, self.rule, self.start, self.every, self.log_every = (
+            alpha,
+            rule,
+            start,
+            every,
+            log_every,
+        )
         self.oracle, self.n_maj = oracle, n_maj
         self.mask = None
         self.log = PruneLog()
@@ -189,7 +227,11 @@ class Pruner:
             if self.mask is None:
                 self.mask = (~self.oracle.to(W.device)).to(W.dtype)
         elif self.mask is None or (t - self.start) % self.every == 0:
-            self.mask = magnitude_mask(W, self.alpha) if self.rule == "magnitude" else minority_mask(W, M, self.alpha, self.n_maj)
+            self.mask = (
+                magnitude_mask(W, self.alpha)
+                if self.rule == "magnitude"
+                else minority_mask(W, M, self.alpha, self.n_maj)
+            )
         if (t - self.start) % self.log_every == 0:
             self._record(t, W, M)
         return self.mask
@@ -209,10 +251,14 @@ class Pruner:
         self.log.ids.append(torch.where(valid, ids, -1).cpu())
         self.log.dominant.append(torch.where(valid, dom.gather(1, ids), -1).cpu())
         self.log.cos2.append(torch.where(valid.cpu(), c2.gather(1, ids).float().cpu(), nan))
-        self.log.norm.append(torch.where(valid.cpu(), W.norm(dim=-1).gather(1, ids).float().cpu(), nan))
+        self.log.norm.append(
+            torch.where(valid.cpu(), W.norm(dim=-1).gather(1, ids).float().cpu(), nan)
+        )
 
 
-def eq5_gradient(W: torch.Tensor, b: torch.Tensor, batch: cdata.Batch, s: ctrain.Setup, mask: torch.Tensor) -> torch.Tensor:
+def eq5_gradient(
+    W: torch.Tensor, b: torch.Tensor, batch: cdata.Batch, s: ctrain.Setup, mask: torch.Tensor
+) -> torch.Tensor:
     """Eq. (5) written out, term by term, as a second implementation of the update direction that
     :func:`training.gradient` computes through its surrogate loss:
     ``g_i = c_tau (1/K) sum_k [(ell'_p - 1) h_i(Y_k) + sum_s ell'_s h_i(Y_s)] grad_{w_i} h_i(X_k)``, the
@@ -222,13 +268,13 @@ def eq5_gradient(W: torch.Tensor, b: torch.Tensor, batch: cdata.Batch, s: ctrain
     hy = cmodel.features(W, batch.y, b, s.L, s.att_scale)
     S = ctrain.logits(hx * mask[:, None, :], hy * mask[:, None, :], s.tau, s.n_neg)
     C = torch.softmax(S, -1) - torch.eye(s.K, dtype=W.dtype, device=W.device)
-    coef = C @ hy                                                      # (R, K, m): [(ell'_p - 1) h_i(Y_k) + sum_s ...]
-    if batch.x.dim() == 3:                                             # uniform attention: L identical outputs
+    coef = C @ hy  # (R, K, m): [(ell'_p - 1) h_i(Y_k) + sum_s ...]
+    if batch.x.dim() == 3:  # uniform attention: L identical outputs
         z = batch.x[:, :, None, :].expand(-1, -1, s.L, -1)
     else:
-        z = cmodel.attention_output(batch.x, s.att_scale)              # (R, K, L, d1)
+        z = cmodel.attention_output(batch.x, s.att_scale)  # (R, K, L, d1)
     active = (torch.einsum("rkle,rme->rklm", z, W).abs() >= b[:, None, None, :]).to(W.dtype)
-    grad_h = torch.einsum("rklm,rkle->rkme", active, z)                # (R, K, m, d1): grad_{w_i} h_i(X_k)
+    grad_h = torch.einsum("rklm,rkle->rkme", active, z)  # (R, K, m, d1): grad_{w_i} h_i(X_k)
     return s.c_tau * torch.einsum("rkm,rkme->rme", coef, grad_h) / s.K
 
 
@@ -246,8 +292,17 @@ def first_order_logit_change(P: torch.Tensor, dS: torch.Tensor) -> torch.Tensor:
 
 
 @torch.no_grad()
-def logit_effect(hist, s: ctrain.Setup, pruned: torch.Tensor, feature: torch.Tensor, batches: int,
-                 generator: torch.Generator, shrink: float = 1.0, bias: bool = True, device=None) -> dict:
+def logit_effect(
+    hist,
+    s: ctrain.Setup,
+    pruned: torch.Tensor,
+    feature: torch.Tensor,
+    batches: int,
+    generator: torch.Generator,
+    shrink: float = 1.0,
+    bias: bool = True,
+    device=None,
+) -> dict:
     """Lemma F.2 and Lemma F.1 on ``batches`` fresh batches of ``s.K`` pairs per run, with the weights of
     ``hist`` and the set ``pruned`` (``(R, m)`` boolean) masked in the forward pass.
 
@@ -266,31 +321,62 @@ def logit_effect(hist, s: ctrain.Setup, pruned: torch.Tensor, feature: torch.Ten
     """
     dev = torch.device(device) if device is not None else hist.W.device
     if dev.type == "cuda" and generator.device.type != "cuda":
-        generator = torch.Generator(device=dev).manual_seed(int(torch.randint(0, 2 ** 62, (1,), generator=generator)))
+        generator = torch.Generator(device=dev).manual_seed(
+            int(torch.randint(0, 2**62, (1,), generator=generator))
+        )
     W, R = hist.W.to(dev), hist.W.shape[0]
     M = hist.M.to(device=dev, dtype=W.dtype)
     b = hist.b_final.to(dev) if bias else torch.zeros_like(hist.b_final, device=dev)
     pruned, feature = pruned.to(dev), feature.to(dev)
     keep = 1.0 - shrink * pruned.to(W.dtype)
-    acc = {k: torch.zeros(R, dtype=torch.float64) for k in
-           ("n1", "n2", "f1", "m1", "f2", "m2", "fo1", "fo2", "a1", "a2", "pos", "pos2", "neg", "neg2", "npos", "nneg")}
+    acc = {
+        k: torch.zeros(R, dtype=torch.float64)
+        for k in (
+            "n1",
+            "n2",
+            "f1",
+            "m1",
+            "f2",
+            "m2",
+            "fo1",
+            "fo2",
+            "a1",
+            "a2",
+            "pos",
+            "pos2",
+            "neg",
+            "neg2",
+            "npos",
+            "nneg",
+        )
+    }
     offdiag = ~torch.eye(s.K, dtype=torch.bool)
     if s.n_neg < s.K - 1:
         offdiag = offdiag & ctrain.negative_mask(s.K, s.n_neg)
     for _ in range(batches):
-        batch = cdata.sample_batch(M, hist.probs, hist.sigma, s.K, s.L, s.mag_low, s.token_q, generator, pooled=s.pooled)
+        batch = cdata.sample_batch(
+            M, hist.probs, hist.sigma, s.K, s.L, s.mag_low, s.token_q, generator, pooled=s.pooled
+        )
         hx = cmodel.features(W, batch.x, b, s.L, s.att_scale)
         hy = cmodel.features(W, batch.y, b, s.L, s.att_scale)
         S_full = ctrain.logits(hx, hy, s.tau, s.n_neg)
         S_mask = ctrain.logits(hx * keep[:, None, :], hy * keep[:, None, :], s.tau, s.n_neg)
         P_full, P_mask = torch.softmax(S_full, -1), torch.softmax(S_mask, -1)
-        lp_full, lp_mask = torch.diagonal(P_full, dim1=-2, dim2=-1), torch.diagonal(P_mask, dim1=-2, dim2=-1)
+        lp_full, lp_mask = (
+            torch.diagonal(P_full, dim1=-2, dim2=-1),
+            torch.diagonal(P_mask, dim1=-2, dim2=-1),
+        )
         hpx, hpy = hx * pruned[:, None, :], hy * pruned[:, None, :]
         # logit change of masking: u -> u - sum_{i in P} (1 - (1 - shrink)^2) h_i(X) h_i(Y')
         dS = -(1 - (1 - shrink) ** 2) * (hpx @ hpy.transpose(-1, -2)) / s.tau
         fo = first_order_logit_change(P_full, dS)
-        in_d1 = (batch.zx[torch.arange(R, device=dev), :, :, feature] != 0).any(-1).to(torch.float64).cpu()   # (R, K)
-        cross = (hpx @ hpy.transpose(-1, -2)).cpu()                                                # (R, K, K)
+        in_d1 = (
+            (batch.zx[torch.arange(R, device=dev), :, :, feature] != 0)
+            .any(-1)
+            .to(torch.float64)
+            .cpu()
+        )  # (R, K)
+        cross = (hpx @ hpy.transpose(-1, -2)).cpu()  # (R, K, K)
         pos = torch.diagonal(cross, dim1=-2, dim2=-1)
         neg = cross[:, offdiag]
         for tag, w in (("1", in_d1), ("2", 1 - in_d1)):
@@ -299,28 +385,44 @@ def logit_effect(hist, s: ctrain.Setup, pruned: torch.Tensor, feature: torch.Ten
             acc["m" + tag] += ((1 - lp_mask).cpu() * w).sum(-1)
             acc["fo" + tag] += (fo.cpu() * w).sum(-1)
             acc["a" + tag] += ((lp_mask - lp_full).cpu() * w).sum(-1)
-        acc["pos"] += pos.sum(-1); acc["pos2"] += (pos ** 2).sum(-1); acc["npos"] += pos.shape[-1]
-        acc["neg"] += neg.sum(-1); acc["neg2"] += (neg ** 2).sum(-1); acc["nneg"] += neg.shape[-1]
+        acc["pos"] += pos.sum(-1)
+        acc["pos2"] += (pos**2).sum(-1)
+        acc["npos"] += pos.shape[-1]
+        acc["neg"] += neg.sum(-1)
+        acc["neg2"] += (neg**2).sum(-1)
+        acc["nneg"] += neg.shape[-1]
 
     def mean(k, n):
         return acc[k] / acc[n].clamp_min(1)
 
     def se(k, n):
         mu = mean(k, n)
-        return ((acc[k + "2"] / acc[n].clamp_min(1) - mu ** 2).clamp_min(0) / acc[n].clamp_min(1)).sqrt()
+        return (
+            (acc[k + "2"] / acc[n].clamp_min(1) - mu**2).clamp_min(0) / acc[n].clamp_min(1)
+        ).sqrt()
 
-    return {"one_minus_lp": {"D1": (mean("f1", "n1"), mean("m1", "n1")), "D2": (mean("f2", "n2"), mean("m2", "n2"))},
-            "first_order": {"D1": mean("fo1", "n1"), "D2": mean("fo2", "n2")},
-            "actual": {"D1": mean("a1", "n1"), "D2": mean("a2", "n2")},
-            "pos": mean("pos", "npos"), "pos_se": se("pos", "npos"), "neg": mean("neg", "nneg"), "neg_se": se("neg", "nneg"),
-            "frac_D1": acc["n1"] / (acc["n1"] + acc["n2"])}
+    return {
+        "one_minus_lp": {
+            "D1": (mean("f1", "n1"), mean("m1", "n1")),
+            "D2": (mean("f2", "n2"), mean("m2", "n2")),
+        },
+        "first_order": {"D1": mean("fo1", "n1"), "D2": mean("fo2", "n2")},
+        "actual": {"D1": mean("a1", "n1"), "D2": mean("a2", "n2")},
+        "pos": mean("pos", "npos"),
+        "pos_se": se("pos", "npos"),
+        "neg": mean("neg", "nneg"),
+        "neg_se": se("neg", "nneg"),
+        "frac_D1": acc["n1"] / (acc["n1"] + acc["n2"]),
+    }
 
 
-def linear_pair_moment(W: torch.Tensor, M: torch.Tensor, pruned: torch.Tensor, kappas: torch.Tensor) -> torch.Tensor:
+def linear_pair_moment(
+    W: torch.Tensor, M: torch.Tensor, pruned: torch.Tensor, kappas: torch.Tensor
+) -> torch.Tensor:
     """Lemma F.1 (a) as the proof computes it, (196): at ``b = 0`` with uniform attention,
     ``E[sum_{i in P} h_i(X) h_i(Y)] = sum_{i in P} sum_j <w_i, M_j>^2 kappa_j`` exactly for this book's
     generator (``kappa_j = E[hat z_j hat z_j^+] / L^2``, ``data.kappa``). ``kappas``: ``(R, d)``; returns ``(R,)``."""
-    A2 = cmodel.alignment(W, M) ** 2                     # (R, m, d)
+    A2 = cmodel.alignment(W, M) ** 2  # (R, m, d)
     return ((A2 * kappas.to(A2.dtype)[:, None, :]).sum(-1) * pruned.to(A2.dtype)).sum(-1)
 
 
@@ -340,7 +442,7 @@ def pruned_projection(hist, pruned: torch.Tensor, feature: torch.Tensor) -> torc
     """``(T, R)``: the mean over ``i in P`` of ``|<w_i, M_{j*}>|`` along a recorded history (``nan`` for a run
     with an empty ``P``)."""
     T, R, m, _ = hist.A.shape
-    A = hist.A.gather(3, feature.view(1, R, 1, 1).expand(T, R, m, 1)).squeeze(-1).abs()   # (T, R, m)
+    A = hist.A.gather(3, feature.view(1, R, 1, 1).expand(T, R, m, 1)).squeeze(-1).abs()  # (T, R, m)
     w = pruned.to(A.dtype)
     return (A * w).sum(-1) / w.sum(-1)
 
@@ -376,9 +478,16 @@ def table2_rows() -> list[dict]:
     for ds, rho, a0, sa0, a1, sa1, g0, sg0, g1, sg1 in TABLE_2:
         sa = math.hypot(sa0, sa1) if sa0 is not None else None
         sg = math.hypot(sg0, sg1) if sg0 is not None else None
-        rows.append(dict(dataset=ds, rho=rho, gain=round(a1 - a0, 2), delta20_change=round(g1 - g0, 2),
-                         gain_in_sd=None if sa is None else round((a1 - a0) / sa, 2),
-                         delta20_change_in_sd=None if sg is None else round((g1 - g0) / sg, 2)))
+        rows.append(
+            dict(
+                dataset=ds,
+                rho=rho,
+                gain=round(a1 - a0, 2),
+                delta20_change=round(g1 - g0, 2),
+                gain_in_sd=None if sa is None else round((a1 - a0) / sa, 2),
+                delta20_change_in_sd=None if sg is None else round((g1 - g0) / sg, 2),
+            )
+        )
     return rows
 
 
@@ -394,6 +503,14 @@ def table2_claims() -> dict:
     by_ds: dict = {}
     for r in rows:
         by_ds.setdefault(r["dataset"], []).append(r)
-    grows = {ds: all(b["gain"] >= a["gain"] for a, b in zip(rs, rs[1:])) for ds, rs in by_ds.items() if len(rs) > 1}
-    return {"improves": all(r["gain"] > 0 for r in rows), "grows_with_rho": grows,
-            "reduces_delta20": sum(r["delta20_change"] < 0 for r in rows), "rows": len(rows)}
+    grows = {
+        ds: all(b["gain"] >= a["gain"] for a, b in zip(rs, rs[1:]))
+        for ds, rs in by_ds.items()
+        if len(rs) > 1
+    }
+    return {
+        "improves": all(r["gain"] > 0 for r in rows),
+        "grows_with_rho": grows,
+        "reduces_delta20": sum(r["delta20_change"] < 0 for r in rows),
+        "rows": len(rows),
+    }

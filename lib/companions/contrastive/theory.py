@@ -27,7 +27,9 @@ def growth_rate(kappa_j, eta: float, lam: float, n_neg: int, c_tau: float = 1.0)
     return 1 - eta * lam + eta * c_tau * (1 - 1 / B) * torch.as_tensor(kappa_j, dtype=torch.float64)
 
 
-def population_gradient(W: torch.Tensor, M: torch.Tensor, kappa_j, n_neg: int, c_tau: float = 1.0) -> torch.Tensor:
+def population_gradient(
+    W: torch.Tensor, M: torch.Tensor, kappa_j, n_neg: int, c_tau: float = 1.0
+) -> torch.Tensor:
     """The population data gradient at ``b = 0``, uniform attention and uniform logits (the step behind
     Lemma 3.1 (7)-(8)): ``-c_tau (1 - 1/|B|) W Sigma_+`` with ``Sigma_+ = sum_j kappa_j M_j M_j^T``.
     ``W``: ``(R, m, d1)``, ``M``: ``(R, d1, d)``; returns ``(R, m, d1)``."""
@@ -35,7 +37,9 @@ def population_gradient(W: torch.Tensor, M: torch.Tensor, kappa_j, n_neg: int, c
     return -c_tau * (1 - 1 / (1 + n_neg)) * ((W @ M) * k) @ M.transpose(-1, -2)
 
 
-def gradient_ratio_per_feature(g: torch.Tensor, g_pop: torch.Tensor, M: torch.Tensor) -> torch.Tensor:
+def gradient_ratio_per_feature(
+    g: torch.Tensor, g_pop: torch.Tensor, M: torch.Tensor
+) -> torch.Tensor:
     """Per run and feature, the least-squares scale of the measured gradient's ``M_j`` component on the
     predicted one: ``<g M_j, g_pop M_j> / ||g_pop M_j||^2`` over neurons, ``(R, d)`` (1 if they agree)."""
     a, p = g @ M, g_pop @ M  # (R, m, d)
@@ -69,8 +73,17 @@ def predicted_t1(kappas, d1: int, eta: float, lam: float, n_neg: int, c_tau: flo
     return (lo + hi) / 2
 
 
-def predicted_t1_mc(kappas, d1: int, m: int, eta: float, lam: float, n_neg: int, c_tau: float = 1.0,
-                    runs: int = 200, generator: torch.Generator | None = None) -> tuple[float, float]:
+def predicted_t1_mc(
+    kappas,
+    d1: int,
+    m: int,
+    eta: float,
+    lam: float,
+    n_neg: int,
+    c_tau: float = 1.0,
+    runs: int = 200,
+    generator: torch.Generator | None = None,
+) -> tuple[float, float]:
     """T1 under the exact geometric growth with the chapter's own rule: the first integer ``t`` at which
     the mean over the ``m`` neurons of ``||M M^T w_i||^2 / ||w_i||^2`` reaches 1/2 ((34), ``t1_rule="mean"``),
     by Monte Carlo over the Gaussian initialisation (``<w_i, M_j>`` and the ``d1 - d`` noise coordinates
@@ -80,7 +93,10 @@ def predicted_t1_mc(kappas, d1: int, m: int, eta: float, lam: float, n_neg: int,
     a2 = torch.randn(runs, m, d, generator=generator, dtype=torch.float64) ** 2
     n2 = torch.zeros(runs, m, dtype=torch.float64)
     for lo in range(0, d1 - d, 1024):  # chunked: bounded memory at large d1
-        n2 += (torch.randn(runs, m, min(1024, d1 - d - lo), generator=generator, dtype=torch.float64) ** 2).sum(-1)
+        n2 += (
+            torch.randn(runs, m, min(1024, d1 - d - lo), generator=generator, dtype=torch.float64)
+            ** 2
+        ).sum(-1)
     done = torch.full((runs,), -1.0, dtype=torch.float64)
     t = 0
     while bool((done < 0).any()):
@@ -88,7 +104,7 @@ def predicted_t1_mc(kappas, d1: int, m: int, eta: float, lam: float, n_neg: int,
         hit = ((fe / (fe + n2)).mean(-1) >= 0.5) & (done < 0)
         done[hit] = float(t)
         t += 1
-        if t > 10 ** 7:
+        if t > 10**7:
             return math.inf, math.nan
     return float(done.mean()), float(done.std())
 
@@ -107,12 +123,12 @@ def t1_papers(d: int, d1: int, eta: float) -> dict:
 
 def c1(rho: float, gamma: float) -> float:
     """``c_1 = (eps_max / eps_min)^2 2 (1 + gamma)`` (28), ``rho = eps_min / eps_max``."""
-    return 2 * (1 + gamma) / rho ** 2
+    return 2 * (1 + gamma) / rho**2
 
 
 def c2(rho: float, gamma: float) -> float:
     """``c_2 = (eps_min / eps_max)^2 2 (1 - gamma)`` (28)."""
-    return 2 * (1 - gamma) * rho ** 2
+    return 2 * (1 - gamma) * rho**2
 
 
 def beta_tail(d: int, t: float) -> float:
@@ -135,7 +151,9 @@ def prob_lucky_first(d: int, rho: float, gamma: float) -> float:
     return beta_tail(d, c1(rho, gamma) * math.log(d) / d)
 
 
-def prob_lucky_mc(d: int, rho: float, gamma: float, draws: int, generator: torch.Generator) -> float:
+def prob_lucky_mc(
+    d: int, rho: float, gamma: float, draws: int, generator: torch.Generator
+) -> float:
     """Monte Carlo ``Pr[i in M*_j]`` of (27), both conditions, from ``draws`` Gaussian ``d``-vectors."""
     t1, t2 = c1(rho, gamma) * math.log(d) / d, c2(rho, gamma) * math.log(d) / d
     if t1 >= 1:
@@ -144,7 +162,7 @@ def prob_lucky_mc(d: int, rho: float, gamma: float, draws: int, generator: torch
     while done < draws:
         n = min(200_000, max(1000, 20_000_000 // d), draws - done)  # bounded memory at large d
         g = torch.randn(n, d, generator=generator, dtype=torch.float64)
-        u2 = g ** 2 / (g ** 2).sum(-1, keepdim=True)
+        u2 = g**2 / (g**2).sum(-1, keepdim=True)
         others = u2[:, 1:].max(-1).values if d > 1 else torch.zeros(n, dtype=torch.float64)
         hits += int(((u2[:, 0] >= t1) & (others <= t2)).sum())
         done += n
@@ -163,8 +181,12 @@ def paper_prob_B(d: int, rho: float, gamma: float) -> dict:
     a = c2(rho, gamma) / 2
     p2_paper = d ** (-a) / math.sqrt(math.log(d))
     p2_exact = prob_ordinary(d, rho, gamma)
-    return {"paper": 1.0, "exp(-d^(1-a))": math.exp(-d ** (1 - a)), "(1-p2_paper)^(d-1)": (1 - p2_paper) ** (d - 1),
-            "(1-p2_exact)^(d-1)": (1 - p2_exact) ** (d - 1)}
+    return {
+        "paper": 1.0,
+        "exp(-d^(1-a))": math.exp(-(d ** (1 - a))),
+        "(1-p2_paper)^(d-1)": (1 - p2_paper) ** (d - 1),
+        "(1-p2_exact)^(d-1)": (1 - p2_exact) ** (d - 1),
+    }
 
 
 def n_i_exact(d: int, rho: float, gamma: float) -> float:
@@ -177,7 +199,9 @@ def n_i_exact(d: int, rho: float, gamma: float) -> float:
 # ---------------------------------------------------------------------------------------------
 
 
-def stage2_time(kappa_j, eta: float, lam: float, n_neg: int, d: int, c_b: float, c_tau: float = 1.0):
+def stage2_time(
+    kappa_j, eta: float, lam: float, n_neg: int, d: int, c_b: float, c_tau: float = 1.0
+):
     """Steps for a lucky neuron of feature ``j`` to grow from the bias level ``c_b sqrt(2 log d/d) ||w||``
     to ``sqrt(d) ||w||`` at the stage-1 rate (the argument of (310)-(312)):
     ``ln(sqrt(d) / (c_b sqrt(2 log d / d))) / ln g_j``."""
@@ -206,7 +230,9 @@ def kappa_symbolic(L: int = 4):
     p, a, q = sp.symbols("p a q", positive=True)
     x = sp.Symbol("x")
     mu = sp.integrate(x / (1 - a), (x, a, 1))  # E|z| for U[a, 1]
-    EN = sum(k * sp.binomial(L, k) * q ** k * (1 - q) ** (L - k) for k in range(1, L + 1)) / (1 - (1 - q) ** L)
+    EN = sum(k * sp.binomial(L, k) * q**k * (1 - q) ** (L - k) for k in range(1, L + 1)) / (
+        1 - (1 - q) ** L
+    )
     derived = p * (EN * mu) ** 2  # E[s^2 sg^2] = p, and E[sum_l |z_l|] = E[N] E|z| per view
     closed = p * (L * q / (1 - (1 - q) ** L) * (1 + a) / 2) ** 2
     return derived, closed, (p, a, q)
@@ -250,11 +276,18 @@ def f4_elapsed_time_symbolic():
     ``r = eta alpha eps*^2 C_z loglog d / d`` of (15) without its constant. Returns ``(T r - (eps_max/eps* - 1),
     (1 + T r) eps*/eps_max - 1, T, r, symbols)``: the first two simplify to 0, i.e. the linearised growth
     ``1 + T r`` lifts the vanilla upper end ``(eps*/eps_max) tau`` of (13) exactly to ``tau`` of (18)."""
-    eps_max, eps_s, d, eta, alpha, Cz, lld = sp.symbols("epsilon_max epsilon_star d eta alpha C_z loglogd", positive=True)
-    T = (eps_max / eps_s - 1) * d / (eta * alpha * eps_s ** 2 * Cz * lld)
-    r = eta * alpha * eps_s ** 2 * Cz * lld / d
-    return (sp.simplify(T * r - (eps_max / eps_s - 1)), sp.simplify((1 + T * r) * eps_s / eps_max - 1), T, r,
-            (eps_max, eps_s, d, eta, alpha, Cz, lld))
+    eps_max, eps_s, d, eta, alpha, Cz, lld = sp.symbols(
+        "epsilon_max epsilon_star d eta alpha C_z loglogd", positive=True
+    )
+    T = (eps_max / eps_s - 1) * d / (eta * alpha * eps_s**2 * Cz * lld)
+    r = eta * alpha * eps_s**2 * Cz * lld / d
+    return (
+        sp.simplify(T * r - (eps_max / eps_s - 1)),
+        sp.simplify((1 + T * r) * eps_s / eps_max - 1),
+        T,
+        r,
+        (eps_max, eps_s, d, eta, alpha, Cz, lld),
+    )
 
 
 def prune_rate(eta: float, alpha: float, eps_star: float, kappa_star: float) -> float:
@@ -274,4 +307,4 @@ def f4_times(eps_max: float, eps_star: float, rate: float) -> tuple[float, float
 def extra_rate_ratio_symbolic():
     """The extra growth of (15) over that of (16): ``(eps*^2 alpha / d) / (eps*^3 alpha / d^2) = d / eps*``."""
     eps_s, alpha, d, c = sp.symbols("epsilon_star alpha d c", positive=True)
-    return sp.simplify((eps_s ** 2 * alpha * c / d) / (eps_s ** 3 * alpha * c / d ** 2)), (eps_s, d)
+    return sp.simplify((eps_s**2 * alpha * c / d) / (eps_s**3 * alpha * c / d**2)), (eps_s, d)

@@ -22,7 +22,6 @@ The papers never fix it; the default ``K - 1`` (all in-batch, as SimCLR) is the 
 from __future__ import annotations
 
 import copy
-import math
 from dataclasses import dataclass, field
 
 import torch
@@ -65,11 +64,17 @@ class Setup:
 
     def __post_init__(self):
         if self.grad_scale not in ("paper", "standard"):
-            raise ValueError(f"parameter 'grad_scale' = {self.grad_scale!r} is not allowed: expected 'paper' or 'standard'")
+            raise ValueError(
+                f"parameter 'grad_scale' = {self.grad_scale!r} is not allowed: expected 'paper' or 'standard'"
+            )
         if self.attention not in ("uniform", "softmax"):
-            raise ValueError(f"parameter 'attention' = {self.attention!r} is not allowed: expected 'uniform' or 'softmax'")
+            raise ValueError(
+                f"parameter 'attention' = {self.attention!r} is not allowed: expected 'uniform' or 'softmax'"
+            )
         if not 1 <= self.n_neg <= self.K - 1:
-            raise ValueError(f"parameter 'n_neg' = {self.n_neg!r} is not allowed: expected 1 <= n_neg <= K - 1 = {self.K - 1}")
+            raise ValueError(
+                f"parameter 'n_neg' = {self.n_neg!r} is not allowed: expected 1 <= n_neg <= K - 1 = {self.K - 1}"
+            )
 
     @property
     def c_tau(self) -> float:
@@ -110,7 +115,9 @@ def surrogate(hx: torch.Tensor, hy: torch.Tensor, P: torch.Tensor) -> torch.Tens
     return (C * (hx @ hy.detach().transpose(-1, -2))).sum((-1, -2)) / K
 
 
-def gradient(W: torch.Tensor, b: torch.Tensor, batch: cdata.Batch, s: Setup, mask: torch.Tensor | None = None):
+def gradient(
+    W: torch.Tensor, b: torch.Tensor, batch: cdata.Batch, s: Setup, mask: torch.Tensor | None = None
+):
     """The update direction ``g`` of Algorithm 1 line 7 (data term; weight decay is decoupled), the
     per-run InfoNCE loss and the positive logits ``ell'_p`` ``(R, K)``. With ``mask``, logits come
     from the masked model and neuron factors from the full one (eq (5))."""
@@ -165,9 +172,21 @@ class History:
         return self
 
 
-def train(s: Setup, eps_min: torch.Tensor, nsr: torch.Tensor, steps: int, generator: torch.Generator,
-          dtype=torch.float64, device="cpu", log_every: int = 10, progress: bool = True, desc: str = "training",
-          masks=None, eps_max: torch.Tensor | None = None, draw_on_device: bool | None = None) -> History:
+def train(
+    s: Setup,
+    eps_min: torch.Tensor,
+    nsr: torch.Tensor,
+    steps: int,
+    generator: torch.Generator,
+    dtype=torch.float64,
+    device="cpu",
+    log_every: int = 10,
+    progress: bool = True,
+    desc: str = "training",
+    masks=None,
+    eps_max: torch.Tensor | None = None,
+    draw_on_device: bool | None = None,
+) -> History:
     """Train ``R = len(eps_min)`` independent runs at once (one per entry of ``eps_min`` / ``nsr``),
     each with its own dictionary, initialisation and data stream drawn from ``generator``.
 
@@ -182,41 +201,111 @@ def train(s: Setup, eps_min: torch.Tensor, nsr: torch.Tensor, steps: int, genera
     if len(nsr) != R:
         raise ValueError("eps_min and nsr must have one entry per run")
     emax = [s.eps_max] * R if eps_max is None else [float(e) for e in eps_max]
-    eps = torch.stack([torch.tensor(cdata.eps_vector(s.d, s.n_maj, emax[r], float(eps_min[r])), dtype=torch.float64) for r in range(R)])
+    eps = torch.stack(
+        [
+            torch.tensor(
+                cdata.eps_vector(s.d, s.n_maj, emax[r], float(eps_min[r])), dtype=torch.float64
+            )
+            for r in range(R)
+        ]
+    )
     probs = cdata.activation_probs(eps, s.p0)
     sigma = (nsr.to(torch.float64) / s.d1).sqrt()
     M = cdata.dictionary(R, s.d1, s.d, generator, dtype, device)
     W = cmodel.init_weights(R, s.m, s.d1, s.sigma0, generator, dtype, device)
     sched = cmodel.BiasSchedule(R, s.m, s.d, s.eta, s.c_b, s.t1_rule, s.t1_steps, dtype, device)
     hist = History(W0=W.cpu().clone(), M=M.cpu())
-    return _run(s, hist, W, M, sched, eps, probs, sigma, 0, steps, generator, device, log_every, progress, desc,
-                masks, draw_on_device)
+    return _run(
+        s,
+        hist,
+        W,
+        M,
+        sched,
+        eps,
+        probs,
+        sigma,
+        0,
+        steps,
+        generator,
+        device,
+        log_every,
+        progress,
+        desc,
+        masks,
+        draw_on_device,
+    )
 
 
-def resume(s: Setup, checkpoint: History, steps: int, generator: torch.Generator, device="cpu", log_every: int = 10,
-           progress: bool = True, desc: str = "training", masks=None, draw_on_device: bool | None = None) -> History:
+def resume(
+    s: Setup,
+    checkpoint: History,
+    steps: int,
+    generator: torch.Generator,
+    device="cpu",
+    log_every: int = 10,
+    progress: bool = True,
+    desc: str = "training",
+    masks=None,
+    draw_on_device: bool | None = None,
+) -> History:
     """Continue the runs of ``checkpoint`` (a :func:`train` result) for ``steps`` more steps: its weights,
     dictionaries, frequencies, noise and bias schedule, a data stream drawn from ``generator``. Two calls
     with equally seeded generators see the same batches, so arms that differ only in ``masks`` (with
     and without pruning) are paired. Step numbers continue from the checkpoint's last one."""
     if checkpoint.schedule is None or checkpoint.W is None:
-        raise ValueError("parameter 'checkpoint' is not a finished training History (no weights or bias schedule)")
+        raise ValueError(
+            "parameter 'checkpoint' is not a finished training History (no weights or bias schedule)"
+        )
     dtype = checkpoint.W.dtype
     W = checkpoint.W.to(device)
     M = checkpoint.M.to(device=device, dtype=dtype)
     sched = copy.deepcopy(checkpoint.schedule).to(device)
     hist = History(W0=checkpoint.W0, M=checkpoint.M)
     t0 = int(checkpoint.steps[-1])
-    return _run(s, hist, W, M, sched, checkpoint.eps, checkpoint.probs, checkpoint.sigma, t0, steps, generator, device,
-                log_every, progress, desc, masks, draw_on_device)
+    return _run(
+        s,
+        hist,
+        W,
+        M,
+        sched,
+        checkpoint.eps,
+        checkpoint.probs,
+        checkpoint.sigma,
+        t0,
+        steps,
+        generator,
+        device,
+        log_every,
+        progress,
+        desc,
+        masks,
+        draw_on_device,
+    )
 
 
-def _run(s, hist, W, M, sched, eps, probs, sigma, t0, steps, generator, device, log_every, progress, desc, masks,
-         draw_on_device) -> History:
+def _run(
+    s,
+    hist,
+    W,
+    M,
+    sched,
+    eps,
+    probs,
+    sigma,
+    t0,
+    steps,
+    generator,
+    device,
+    log_every,
+    progress,
+    desc,
+    masks,
+    draw_on_device,
+) -> History:
     if draw_on_device is None:
         draw_on_device = torch.device(device).type == "cuda"
     if draw_on_device and torch.device(device).type != generator.device.type:
-        seed = int(torch.randint(0, 2 ** 62, (1,), generator=generator))
+        seed = int(torch.randint(0, 2**62, (1,), generator=generator))
         generator = torch.Generator(device=device).manual_seed(seed)
 
     def record(t, loss):
@@ -229,7 +318,9 @@ def _run(s, hist, W, M, sched, eps, probs, sigma, t0, steps, generator, device, 
 
     bar = tqdm(range(t0, t0 + steps), desc=desc, disable=not progress, mininterval=1.0)
     for t in bar:
-        batch = cdata.sample_batch(M, probs, sigma, s.K, s.L, s.mag_low, s.token_q, generator, pooled=s.pooled)
+        batch = cdata.sample_batch(
+            M, probs, sigma, s.K, s.L, s.mag_low, s.token_q, generator, pooled=s.pooled
+        )
         mask = masks(t, W, M) if masks is not None else None
         g, loss, _ = gradient(W, sched.b, batch, s, mask)
         if (t - t0) % log_every == 0:
@@ -242,7 +333,9 @@ def _run(s, hist, W, M, sched, eps, probs, sigma, t0, steps, generator, device, 
             sched.update(t, W, W_new, M)
         W = W_new
     bar.close()
-    batch = cdata.sample_batch(M, probs, sigma, s.K, s.L, s.mag_low, s.token_q, generator, pooled=s.pooled)
+    batch = cdata.sample_batch(
+        M, probs, sigma, s.K, s.L, s.mag_low, s.token_q, generator, pooled=s.pooled
+    )
     record(t0 + steps, batch_loss(W, sched.b, batch, s))
     hist.t1, hist.t2, hist.W, hist.b_final = sched.t1.cpu(), sched.t2.cpu(), W.cpu(), sched.b.cpu()
     hist.schedule = sched
@@ -250,16 +343,37 @@ def _run(s, hist, W, M, sched, eps, probs, sigma, t0, steps, generator, device, 
     return hist.stack()
 
 
-def train_chunked(s: Setup, eps_min, nsr, steps, generator, chunk: int, desc: str = "training", masks_factory=None,
-                  **kw) -> History:
+def train_chunked(
+    s: Setup,
+    eps_min,
+    nsr,
+    steps,
+    generator,
+    chunk: int,
+    desc: str = "training",
+    masks_factory=None,
+    **kw,
+) -> History:
     """:func:`train` on at most ``chunk`` runs at a time (memory at paper scale), histories joined
     along the run dimension. ``masks_factory``: called once per chunk for that chunk's ``masks`` hook
     (a hook keeps per-run state, e.g. a pruning log); the hooks are returned in ``History.hooks``."""
     starts = list(range(0, len(eps_min), chunk))
     hooks = [masks_factory() if masks_factory is not None else None for _ in starts]
-    parts = [train(s, eps_min[i:i + chunk], nsr[i:i + chunk], steps, generator, masks=hook,
-                   desc=desc if len(starts) == 1 else f"{desc} (runs {i}-{min(i + chunk, len(eps_min)) - 1})", **kw)
-             for i, hook in zip(starts, hooks)]
+    parts = [
+        train(
+            s,
+            eps_min[i : i + chunk],
+            nsr[i : i + chunk],
+            steps,
+            generator,
+            masks=hook,
+            desc=desc
+            if len(starts) == 1
+            else f"{desc} (runs {i}-{min(i + chunk, len(eps_min)) - 1})",
+            **kw,
+        )
+        for i, hook in zip(starts, hooks)
+    ]
     if len(parts) == 1:
         parts[0].hooks = hooks
         return parts[0]

@@ -24,5 +24,12 @@ Modules:
 * :mod:`~companions.emergence.chapters` - the chapters' parameters and presets.
 """
 
-from companions.emergence import analysis, baselines, data, experiments, network, theory  # noqa: F401
-from companions.emergence import chapters  # noqa: F401  (registers the chapters)
+from companions.emergence import (  # noqa: F401
+    analysis,
+    baselines,
+    chapters,  # noqa: F401  (registers the chapters)
+    data,
+    experiments,
+    network,
+    theory,
+)

@@ -10,7 +10,13 @@ import math
 import torch
 
 from companions.emergence import baselines
-from companions.emergence.network import Params, cosines, features, gradients, smoothed_relu_derivative
+from companions.emergence.network import (
+    Params,
+    cosines,
+    features,
+    gradients,
+    smoothed_relu_derivative,
+)
 
 
 def signal_noise(W: torch.Tensor, dist) -> torch.Tensor:
@@ -28,8 +34,11 @@ def step_summary(params: dict[str, Params], dist) -> dict:
     out = {}
     for name, p in params.items():
         c = cosines(p.W, v.to(p.W)).abs()
-        out[name] = {"max_cos": float(c.max()), "median_cos": float(c.median()),
-                     "median_rho": float(signal_noise(p.W, dist).median())}
+        out[name] = {
+            "max_cos": float(c.max()),
+            "median_cos": float(c.median()),
+            "median_rho": float(signal_noise(p.W, dist).median()),
+        }
     return out
 
 
@@ -47,25 +56,47 @@ def sample_gradient_terms(p: Params, X: torch.Tensor, y: torch.Tensor, dist, s: 
     q = p.W @ M  # (2m, D)
     z_minus_A = phi[:, mask] @ q[:, mask].T + p.b
     beta = smoothed_relu_derivative(z_minus_A, s).mean(0)
-    return {"T_A": T[:, A], "T_bg": T[:, mask], "beta": beta,
-            "unit": float(dist.gamma) / dist.sigma}
+    return {
+        "T_A": T[:, A],
+        "T_bg": T[:, mask],
+        "beta": beta,
+        "unit": float(dist.gamma) / dist.sigma,
+    }
 
 
 def epsilon_e(dist, m: int, delta: float = 0.1) -> float:
     """``epsilon_e`` of Lemma A.9: ``(k log^{1/2}(Dm/delta) + log^{3/2}(Dm/delta)) / sqrt(sigma_phi^2 sigma~^2 (D-k))``."""
     L = math.log(dist.D * m / delta)
     sigma_phi2 = float(dist.p_o * (1 - dist.p_o)) / float(dist.sigma2)
-    return (dist.k * L**0.5 + L**1.5) / math.sqrt(sigma_phi2 * float(dist.sigma2) * (dist.D - dist.k))
+    return (dist.k * L**0.5 + L**1.5) / math.sqrt(
+        sigma_phi2 * float(dist.sigma2) * (dist.D - dist.k)
+    )
 
 
-def probes(p: Params, X: torch.Tensor, y: torch.Tensor, Xt: torch.Tensor, yt: torch.Tensor, steps: int,
-           batch: int, generator: torch.Generator, lr: float = 1e-2, progress: bool = False, desc: str = "probe") -> dict:
+def probes(
+    p: Params,
+    X: torch.Tensor,
+    y: torch.Tensor,
+    Xt: torch.Tensor,
+    yt: torch.Tensor,
+    steps: int,
+    batch: int,
+    generator: torch.Generator,
+    lr: float = 1e-2,
+    progress: bool = False,
+    desc: str = "probe",
+) -> dict:
     """Both readings of "train the best classifiers on top" of a frozen first layer (Section A.7.1):
     ``standardised`` (logistic regression on standardised features) and ``raw`` (the network's second
     layer trained with Adam on the raw features, like the RF baseline)."""
     F, Ft = features(p, X), features(p, Xt)
     std = baselines.standardised_probe(F, y, Ft, yt)
-    a, _ = baselines.train_linear_head(F, y, steps, batch, generator, lr=lr, progress=progress, desc=desc)
-    raw = {"train": float((torch.sign(F @ a) == y).double().mean()), "test": float((torch.sign(Ft @ a) == yt).double().mean()),
-           "output_spread": float((Ft @ a).std())}
+    a, _ = baselines.train_linear_head(
+        F, y, steps, batch, generator, lr=lr, progress=progress, desc=desc
+    )
+    raw = {
+        "train": float((torch.sign(F @ a) == y).double().mean()),
+        "test": float((torch.sign(Ft @ a) == yt).double().mean()),
+        "output_spread": float((Ft @ a).std()),
+    }
     return {"standardised": std, "raw": raw}

@@ -22,9 +22,19 @@ from tqdm.std import tqdm
 from companions.emergence.network import Params, features, hinge, preactivations, truncated_relu
 
 
-def train_linear_head(F: torch.Tensor, y: torch.Tensor, steps: int, batch: int, generator: torch.Generator,
-                      lr: float = 1e-2, evaluate=None, eval_every: int = 10, desc: str = "head",
-                      progress: bool = True, max_norm: float | None = None):
+def train_linear_head(
+    F: torch.Tensor,
+    y: torch.Tensor,
+    steps: int,
+    batch: int,
+    generator: torch.Generator,
+    lr: float = 1e-2,
+    evaluate=None,
+    eval_every: int = 10,
+    desc: str = "head",
+    progress: bool = True,
+    max_norm: float | None = None,
+):
     """Hinge loss on ``<F(x), a>`` with Adam from ``a = 0`` (the RF baseline's second layer).
     ``max_norm`` projects ``a`` on the ball ``||a|| <= B`` after each step (the class H_B of Theorem 2.2)."""
     a = torch.zeros(F.shape[1], dtype=F.dtype, device=F.device, requires_grad=True)
@@ -74,8 +84,18 @@ class Linearised:
         return ((X @ self.dW.T + self.db) * slope).sum(1) + truncated_relu(z) @ self.da
 
 
-def train_ntk(p0: Params, X: torch.Tensor, y: torch.Tensor, steps: int, batch: int, generator: torch.Generator,
-              lr: float = 1e-2, evaluate=None, eval_every: int = 10, progress: bool = True):
+def train_ntk(
+    p0: Params,
+    X: torch.Tensor,
+    y: torch.Tensor,
+    steps: int,
+    batch: int,
+    generator: torch.Generator,
+    lr: float = 1e-2,
+    evaluate=None,
+    eval_every: int = 10,
+    progress: bool = True,
+):
     """Train the linearised network with Adam (the NTK baseline)."""
     model = Linearised(p0)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
@@ -101,28 +121,42 @@ def train_ntk(p0: Params, X: torch.Tensor, y: torch.Tensor, steps: int, batch: i
     return model, history
 
 
-def standardised_probe(F_train: torch.Tensor, y_train: torch.Tensor, F_test: torch.Tensor, y_test: torch.Tensor,
-                       ridge: float = 1e-4, iters: int = 200) -> dict:
+def standardised_probe(
+    F_train: torch.Tensor,
+    y_train: torch.Tensor,
+    F_test: torch.Tensor,
+    y_test: torch.Tensor,
+    ridge: float = 1e-4,
+    iters: int = 200,
+) -> dict:
     """The best linear classifier on standardised features: L2-regularised logistic regression
     (L-BFGS). Constant features (zero spread) are dropped; returns train/test accuracy."""
     mean, std = F_train.mean(0), F_train.std(0)
     keep = std > 1e-300
-    Ztr = torch.cat([(F_train[:, keep] - mean[keep]) / std[keep], torch.ones_like(y_train).unsqueeze(1)], 1)
-    Zte = torch.cat([(F_test[:, keep] - mean[keep]) / std[keep], torch.ones_like(y_test).unsqueeze(1)], 1)
+    Ztr = torch.cat(
+        [(F_train[:, keep] - mean[keep]) / std[keep], torch.ones_like(y_train).unsqueeze(1)], 1
+    )
+    Zte = torch.cat(
+        [(F_test[:, keep] - mean[keep]) / std[keep], torch.ones_like(y_test).unsqueeze(1)], 1
+    )
     w = torch.zeros(Ztr.shape[1], dtype=Ztr.dtype, device=Ztr.device, requires_grad=True)
     opt = torch.optim.LBFGS([w], lr=1, max_iter=iters, line_search_fn="strong_wolfe")
 
     def closure():
         opt.zero_grad()
-        loss = torch.nn.functional.softplus(-y_train * (Ztr @ w)).mean() + ridge * (w[:-1] ** 2).sum()
+        loss = (
+            torch.nn.functional.softplus(-y_train * (Ztr @ w)).mean() + ridge * (w[:-1] ** 2).sum()
+        )
         loss.backward()
         return loss
 
     opt.step(closure)
     w = w.detach()
-    return {"train": float((torch.sign(Ztr @ w) == y_train).double().mean()),
-            "test": float((torch.sign(Zte @ w) == y_test).double().mean()),
-            "kept": int(keep.sum())}
+    return {
+        "train": float((torch.sign(Ztr @ w) == y_train).double().mean()),
+        "test": float((torch.sign(Zte @ w) == y_test).double().mean()),
+        "kept": int(keep.sum()),
+    }
 
 
 def probe_features(p: Params, X: torch.Tensor) -> torch.Tensor:
@@ -130,16 +164,27 @@ def probe_features(p: Params, X: torch.Tensor) -> torch.Tensor:
     return features(p, X)
 
 
-def rbf_kernel_ridge(X_train: torch.Tensor, y_train: torch.Tensor, X_test: torch.Tensor, y_test: torch.Tensor,
-                     ridge: float = 1e-3, bandwidth: float | None = None) -> dict:
+def rbf_kernel_ridge(
+    X_train: torch.Tensor,
+    y_train: torch.Tensor,
+    X_test: torch.Tensor,
+    y_test: torch.Tensor,
+    ridge: float = 1e-3,
+    bandwidth: float | None = None,
+) -> dict:
     """Kernel ridge regression with ``K(x, x') = exp(-||x - x'||^2 / (2 h^2))`` on +-1 labels
     (``h`` = median pairwise distance when not given); returns train/test accuracy and ``h``."""
     d2 = torch.cdist(X_train, X_train) ** 2
     h = float(torch.sqrt(d2.median() / 1.0)) if bandwidth is None else bandwidth
     K = torch.exp(-d2 / (2 * h * h))
     n = K.shape[0]
-    alpha = torch.linalg.solve(K + ridge * n * torch.eye(n, dtype=K.dtype, device=K.device), y_train)
-    K_test = torch.exp(-torch.cdist(X_test, X_train) ** 2 / (2 * h * h))
-    return {"train": float((torch.sign(K @ alpha) == y_train).double().mean()),
-            "test": float((torch.sign(K_test @ alpha) == y_test).double().mean()),
-            "bandwidth": h, "alpha_norm": float(alpha.norm())}
+    alpha = torch.linalg.solve(
+        K + ridge * n * torch.eye(n, dtype=K.dtype, device=K.device), y_train
+    )
+    K_test = torch.exp(-(torch.cdist(X_test, X_train) ** 2) / (2 * h * h))
+    return {
+        "train": float((torch.sign(K @ alpha) == y_train).double().mean()),
+        "test": float((torch.sign(K_test @ alpha) == y_test).double().mean()),
+        "bandwidth": h,
+        "alpha_norm": float(alpha.norm()),
+    }

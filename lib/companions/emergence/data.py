@@ -72,7 +72,9 @@ class Distribution:
     @property
     def gamma(self) -> Fraction:
         """(A1): ``gamma = E[y phi~_i] - E[y] E[phi~_i]`` for ``i in A`` (the same for every i)."""
-        e_y_phi = sum(self.label_of_s(s) * p * Fraction(s, self.k) for s, p in enumerate(self.s_law))
+        e_y_phi = sum(
+            self.label_of_s(s) * p * Fraction(s, self.k) for s, p in enumerate(self.s_law)
+        )
         return e_y_phi - self.mean_y * self.p_relevant
 
     @property
@@ -110,10 +112,14 @@ class Distribution:
         if self.kind == "parity-mixture":
             w = float(self.mixture_weight)
             uniform = torch.rand(n, generator=generator, dtype=torch.float64) < w
-            phi_uniform = (torch.rand(n, self.D, generator=generator, dtype=torch.float64) < 0.5).double()
+            phi_uniform = (
+                torch.rand(n, self.D, generator=generator, dtype=torch.float64) < 0.5
+            ).double()
             q = w / (2 - 2 * w)
             phi_struct = torch.zeros(n, self.D, dtype=torch.float64)
-            phi_struct[:, bg] = (torch.rand(n, len(bg), generator=generator, dtype=torch.float64) < q).double()
+            phi_struct[:, bg] = (
+                torch.rand(n, len(bg), generator=generator, dtype=torch.float64) < q
+            ).double()
             block = (torch.rand(n, generator=generator, dtype=torch.float64) < 0.5).double()
             phi_struct[:, A] = block.unsqueeze(1).expand(-1, len(A))
             phi = torch.where(uniform.unsqueeze(1), phi_uniform, phi_struct)
@@ -126,8 +132,11 @@ class Distribution:
     def labels(self, phi_tilde: torch.Tensor) -> torch.Tensor:
         """Eq. (2.1): ``y = +1`` iff ``sum_{j in A} phi~_j in P``."""
         s = phi_tilde[..., list(self.A)].sum(-1).round().long()
-        table = torch.tensor([self.label_of_s(v) for v in range(self.k + 1)], dtype=phi_tilde.dtype,
-                             device=phi_tilde.device)
+        table = torch.tensor(
+            [self.label_of_s(v) for v in range(self.k + 1)],
+            dtype=phi_tilde.dtype,
+            device=phi_tilde.device,
+        )
         return table[s]
 
     def normalise(self, phi_tilde: torch.Tensor) -> torch.Tensor:
@@ -186,7 +195,9 @@ def _check(d, D, k):
         raise ValueError(f"parameter 'D' = {D} is not allowed: M is orthonormal, so D <= d = {d}")
 
 
-def parity_mixture(d: int, D: int, k: int, p_o, generator: torch.Generator, A=None, M=None) -> Distribution:
+def parity_mixture(
+    d: int, D: int, k: int, p_o, generator: torch.Generator, A=None, M=None
+) -> Distribution:
     """The mixture D_A^mix = p_o D^(0) + (1 - p_o) D^(1) of the proof of Theorem 2.2 (Section A.5),
     also the main simulation of Section A.7.1: P = odd numbers (parity labels), D^(0) uniform on
     {0,1}^D, D^(1) with phi~_A all 0 or all 1 (1/2 each) and background Bern(p_o / (2 - 2 p_o))."""
@@ -199,12 +210,23 @@ def parity_mixture(d: int, D: int, k: int, p_o, generator: torch.Generator, A=No
     law = [p_o * b for b in binomial_law(k, Fraction(1, 2))]
     law[0] += (1 - p_o) / 2
     law[k] += (1 - p_o) / 2
-    return Distribution("parity-mixture", d, D, k, A, frozenset(range(1, k + 1, 2)), M, law, p_o,
-                        mixture_weight=p_o)
+    return Distribution(
+        "parity-mixture", d, D, k, A, frozenset(range(1, k + 1, 2)), M, law, p_o, mixture_weight=p_o
+    )
 
 
-def interval(d: int, D: int, k: int, generator: torch.Generator, p_A=Fraction(2, 3), p_o=Fraction(1, 2),
-             lo: int = 20, hi: int = 30, A=None, M=None) -> Distribution:
+def interval(
+    d: int,
+    D: int,
+    k: int,
+    generator: torch.Generator,
+    p_A=Fraction(2, 3),
+    p_o=Fraction(1, 2),
+    lo: int = 20,
+    hi: int = 30,
+    A=None,
+    M=None,
+) -> Distribution:
     """The interval labeling of Section A.7.1: independent phi~_i, Pr = p_A on A and p_o elsewhere,
     y = +1 iff sum_A phi~_i in [lo, hi] (the source: d=500, D=100, k=30, p_A=2/3, [20, 30])."""
     _check(d, D, k)
@@ -218,6 +240,15 @@ def interval(d: int, D: int, k: int, generator: torch.Generator, p_A=Fraction(2,
 def without_structure(dist: Distribution) -> Distribution:
     """The same A, P and M with (A1'): every phi~_i ~ Bern(1/2) independently (F_Xi0, Theorem 2.4)."""
     half = Fraction(1, 2)
-    return Distribution("uniform", dist.d, dist.D, dist.k, dist.A, dist.P, dist.M, binomial_law(dist.k, half),
-                        half, notes={"p_A": half, "structured": dist.kind})
-
+    return Distribution(
+        "uniform",
+        dist.d,
+        dist.D,
+        dist.k,
+        dist.A,
+        dist.P,
+        dist.M,
+        binomial_law(dist.k, half),
+        half,
+        notes={"p_A": half, "structured": dist.kind},
+    )

@@ -21,10 +21,24 @@ def _acc(out: torch.Tensor, y: torch.Tensor) -> float:
     return float((torch.sign(out) == y).double().mean())
 
 
-def run_methods(dist, x, y, evals: dict, m: int, steps: int, batch: int, generator_seed: int,
-                schedule: str = "A.214", methods=METHODS, lr: float = 1e-2, eval_every: int = 10,
-                progress: bool = True, probe_steps: int | None = None, gamma: float | None = None,
-                class_weighted: bool = False) -> dict:
+def run_methods(
+    dist,
+    x,
+    y,
+    evals: dict,
+    m: int,
+    steps: int,
+    batch: int,
+    generator_seed: int,
+    schedule: str = "A.214",
+    methods=METHODS,
+    lr: float = 1e-2,
+    eval_every: int = 10,
+    progress: bool = True,
+    probe_steps: int | None = None,
+    gamma: float | None = None,
+    class_weighted: bool = False,
+) -> dict:
     """Run ``methods`` on the training set ``(x, y)``; ``evals`` maps names to ``(x, y)`` evaluation sets
     (the first is "test"). ``gamma`` overrides the gamma used by the initialisation and schedule (needed
     without input structure, where gamma = 0). Returns, per method, final accuracies per evaluation
@@ -37,7 +51,9 @@ def run_methods(dist, x, y, evals: dict, m: int, steps: int, batch: int, generat
     gen = torch.Generator().manual_seed(generator_seed)
     p0 = net.symmetric_init(m, dist.d, dist.k, sigma, gamma, gen, dtype=dtype, device=device)
     sched = net.schedule(schedule, dist.k, m, sigma, gamma, steps)
-    p1, p2 = net.first_two_steps(p0, x, y, sched, weights=net.class_weights(y) if class_weighted else None)
+    p1, p2 = net.first_two_steps(
+        p0, x, y, sched, weights=net.class_weights(y) if class_weighted else None
+    )
     v = dist.signal_direction.to(device=device, dtype=dtype)
     first = next(iter(evals))
     out: dict = {"schedule": sched}
@@ -55,23 +71,54 @@ def run_methods(dist, x, y, evals: dict, m: int, steps: int, batch: int, generat
         if method in ("network", "network-theory"):
             theory = method == "network-theory"
             xe, ye = evals[first]
-            p, hist = net.train_late(p2, x, y, steps, batch, g, optimizer="theory" if theory else "adam",
-                                     lr=sched["late"]["eta"] if theory else lr, eval_every=eval_every,
-                                     evaluate=lambda q: {"test": net.accuracy(q, xe, ye)}, desc=method, progress=progress)
+            p, hist = net.train_late(
+                p2,
+                x,
+                y,
+                steps,
+                batch,
+                g,
+                optimizer="theory" if theory else "adam",
+                lr=sched["late"]["eta"] if theory else lr,
+                eval_every=eval_every,
+                evaluate=lambda q: {"test": net.accuracy(q, xe, ye)},
+                desc=method,
+                progress=progress,
+            )
             res = finals(lambda X: net.forward(p, X))
             res.update(curve=hist, cos=max_cos(p.W), params=p)
         elif method == "rf":
             F = net.features(p0, x)
             xe, ye = evals[first]
             Fe = net.features(p0, xe)
-            a, hist = baselines.train_linear_head(F, y, steps, batch, g, lr=lr, eval_every=eval_every, desc="RF",
-                                                  evaluate=lambda a: {"test": _acc(Fe @ a, ye)}, progress=progress)
+            a, hist = baselines.train_linear_head(
+                F,
+                y,
+                steps,
+                batch,
+                g,
+                lr=lr,
+                eval_every=eval_every,
+                desc="RF",
+                evaluate=lambda a: {"test": _acc(Fe @ a, ye)},
+                progress=progress,
+            )
             res = finals(lambda X: net.features(p0, X) @ a)
             res.update(curve=hist, cos=max_cos(p0.W), head_norm=float(a.norm()))
         elif method == "ntk":
             xe, ye = evals[first]
-            model, hist = baselines.train_ntk(p0, x, y, steps, batch, g, lr=lr, eval_every=eval_every,
-                                              evaluate=lambda mod: {"test": _acc(mod(xe), ye)}, progress=progress)
+            model, hist = baselines.train_ntk(
+                p0,
+                x,
+                y,
+                steps,
+                batch,
+                g,
+                lr=lr,
+                eval_every=eval_every,
+                evaluate=lambda mod: {"test": _acc(mod(xe), ye)},
+                progress=progress,
+            )
             with torch.no_grad():
                 res = finals(model)
             res.update(curve=hist, cos=float("nan"))
@@ -99,26 +146,76 @@ def run_methods(dist, x, y, evals: dict, m: int, steps: int, batch: int, generat
 #: Tables A.1-A.5 of the source (dissertation Appendix A.7), transcribed: per method (train %, test %, cos);
 #: ``None`` where the table has no entry ("NA" for the NTK's cosine).
 PAPER_TABLES = {
-    "A.1": {"network": (100.0, 100.0, 0.997), "ntk": (84.0, 86.4, None), "rf": (74.7, 76.0, 0.114),
-            "one-step": (51.3, 52.2, 0.848), "two-step": (100.0, 100.0, 0.997), "no-structure": (100.0, 52.0, 0.253)},
-    "A.2": {"network": (100.0, 100.0, 1.00), "ntk": (100.0, 100.0, None), "rf": (76.4, 73.2, 0.153),
-            "one-step": (44.1, 41.0, 0.901), "two-step": (100.0, 100.0, 0.994), "no-structure": (100.0, 100.0, 0.965)},
-    "A.3 d=100": {"network": (100.0, 100.0, 1.000), "ntk": (83.1, 81.5, None), "rf": (78.9, 78.3, 0.354),
-                  "one-step": (53.0, 51.1, 0.967), "two-step": (100.0, 100.0, 1.000), "no-structure": (100.0, 51.0, 0.331)},
-    "A.3 d=2000": {"network": (100.0, 100.0, 0.998), "ntk": (75.6, 75.4, None), "rf": (80.0, 77.0, 0.056),
-                   "one-step": (50.22, 50.01, 0.560), "two-step": (100.0, 100.0, 0.998), "no-structure": (100.0, 52.5, 0.309)},
-    "A.4 ratio=0.8": {"network": (100.0, 100.0, 0.999), "ntk": (62.9, 82.7, None), "rf": (72.7, 70.4, 0.293),
-                      "one-step": (78.3, 75.7, 0.950), "two-step": (100.0, 100.0, 0.999), "no-structure": (100.0, 61.7, 0.218)},
-    "A.4 ratio=0.9": {"network": (100.0, 100.0, 0.997), "ntk": (84.0, 81.7, None), "rf": (73.6, 72.4, 0.296),
-                      "one-step": (92.3, 89.2, 0.956), "two-step": (100.0, 100.0, 0.997), "no-structure": (100.0, 71.8, 0.286)},
-    "A.5 n=25000": {"network": (100.0, 100.0, 0.997), "ntk": (84.0, 84.1, None), "rf": (78.6, 74.7, 0.105),
-                    "one-step": (50.6, 50.0, 0.851), "two-step": (100.0, 100.0, 0.997), "no-structure": (100.0, 50.2, 0.230)},
-    "A.5 n=10000": {"network": (100.0, 100.0, 0.995), "ntk": (73.9, 75.0, None), "rf": (71.6, 74.3, 0.096),
-                    "one-step": (50.7, 50.3, 0.974), "two-step": (100.0, 100.0, 0.994), "no-structure": (100.0, 52.2, 0.176)},
+    "A.1": {
+        "network": (100.0, 100.0, 0.997),
+        "ntk": (84.0, 86.4, None),
+        "rf": (74.7, 76.0, 0.114),
+        "one-step": (51.3, 52.2, 0.848),
+        "two-step": (100.0, 100.0, 0.997),
+        "no-structure": (100.0, 52.0, 0.253),
+    },
+    "A.2": {
+        "network": (100.0, 100.0, 1.00),
+        "ntk": (100.0, 100.0, None),
+        "rf": (76.4, 73.2, 0.153),
+        "one-step": (44.1, 41.0, 0.901),
+        "two-step": (100.0, 100.0, 0.994),
+        "no-structure": (100.0, 100.0, 0.965),
+    },
+    "A.3 d=100": {
+        "network": (100.0, 100.0, 1.000),
+        "ntk": (83.1, 81.5, None),
+        "rf": (78.9, 78.3, 0.354),
+        "one-step": (53.0, 51.1, 0.967),
+        "two-step": (100.0, 100.0, 1.000),
+        "no-structure": (100.0, 51.0, 0.331),
+    },
+    "A.3 d=2000": {
+        "network": (100.0, 100.0, 0.998),
+        "ntk": (75.6, 75.4, None),
+        "rf": (80.0, 77.0, 0.056),
+        "one-step": (50.22, 50.01, 0.560),
+        "two-step": (100.0, 100.0, 0.998),
+        "no-structure": (100.0, 52.5, 0.309),
+    },
+    "A.4 ratio=0.8": {
+        "network": (100.0, 100.0, 0.999),
+        "ntk": (62.9, 82.7, None),
+        "rf": (72.7, 70.4, 0.293),
+        "one-step": (78.3, 75.7, 0.950),
+        "two-step": (100.0, 100.0, 0.999),
+        "no-structure": (100.0, 61.7, 0.218),
+    },
+    "A.4 ratio=0.9": {
+        "network": (100.0, 100.0, 0.997),
+        "ntk": (84.0, 81.7, None),
+        "rf": (73.6, 72.4, 0.296),
+        "one-step": (92.3, 89.2, 0.956),
+        "two-step": (100.0, 100.0, 0.997),
+        "no-structure": (100.0, 71.8, 0.286),
+    },
+    "A.5 n=25000": {
+        "network": (100.0, 100.0, 0.997),
+        "ntk": (84.0, 84.1, None),
+        "rf": (78.6, 74.7, 0.105),
+        "one-step": (50.6, 50.0, 0.851),
+        "two-step": (100.0, 100.0, 0.997),
+        "no-structure": (100.0, 50.2, 0.230),
+    },
+    "A.5 n=10000": {
+        "network": (100.0, 100.0, 0.995),
+        "ntk": (73.9, 75.0, None),
+        "rf": (71.6, 74.3, 0.096),
+        "one-step": (50.7, 50.3, 0.974),
+        "two-step": (100.0, 100.0, 0.994),
+        "no-structure": (100.0, 52.2, 0.176),
+    },
 }
 
 
-def sample_with_ratio(dist, n: int, negative_fraction: float | None, generator: torch.Generator, device="cpu"):
+def sample_with_ratio(
+    dist, n: int, negative_fraction: float | None, generator: torch.Generator, device="cpu"
+):
     """``n`` examples of ``dist``; with ``negative_fraction = r``, exactly ``round(r n)`` of class -1 and the rest
     of class +1, drawn by rejection from the distribution (Table A.4: "keep the total sample size but use
     different class imbalance ratios")."""
@@ -140,9 +237,21 @@ def sample_with_ratio(dist, n: int, negative_fraction: float | None, generator: 
     return x[perm].to(device), y[perm].to(device)
 
 
-def table_run(dist, free, n: int, n_test: int, m: int, steps: int, batch: int, seed: int, device="cpu",
-              negative_fraction: float | None = None, probe_steps: int | None = None, progress: bool = False,
-              class_weighted: bool = False) -> dict:
+def table_run(
+    dist,
+    free,
+    n: int,
+    n_test: int,
+    m: int,
+    steps: int,
+    batch: int,
+    seed: int,
+    device="cpu",
+    negative_fraction: float | None = None,
+    probe_steps: int | None = None,
+    progress: bool = False,
+    class_weighted: bool = False,
+) -> dict:
     """One column set of Tables A.1-A.5: the six methods on ``dist`` and the network on ``free`` (the same
     A, M and labels without structure). The initialisation and schedule use ``dist.gamma`` in both cases
     (without structure gamma can be 0, where sigma_a is undefined). Returns per method
@@ -150,18 +259,57 @@ def table_run(dist, free, n: int, n_test: int, m: int, steps: int, batch: int, s
     gen = torch.Generator().manual_seed(seed)
     x, y = sample_with_ratio(dist, n, negative_fraction, gen, device)
     xt, yt = sample_with_ratio(dist, n_test, negative_fraction, gen, device)
-    res = run_methods(dist, x, y, {"test": (xt, yt)}, m, steps, batch, seed + 7,
-                      methods=("network", "rf", "ntk", "one-step", "two-step"), eval_every=max(steps // 20, 1),
-                      progress=progress, probe_steps=probe_steps, class_weighted=class_weighted)
+    res = run_methods(
+        dist,
+        x,
+        y,
+        {"test": (xt, yt)},
+        m,
+        steps,
+        batch,
+        seed + 7,
+        methods=("network", "rf", "ntk", "one-step", "two-step"),
+        eval_every=max(steps // 20, 1),
+        progress=progress,
+        probe_steps=probe_steps,
+        class_weighted=class_weighted,
+    )
     xf, yf = sample_with_ratio(free, n, negative_fraction, gen, device)
     xft, yft = sample_with_ratio(free, n_test, negative_fraction, gen, device)
-    res_f = run_methods(free, xf, yf, {"test": (xft, yft)}, m, steps, batch, seed + 7, methods=("network",),
-                        eval_every=max(steps // 20, 1), progress=progress, gamma=float(dist.gamma),
-                        class_weighted=class_weighted)
-    out = {key: (res[key]["train"], res[key]["test"], res[key]["cos"]) for key in ("network", "rf", "ntk", "one-step", "two-step")}
-    out["no-structure"] = (res_f["network"]["train"], res_f["network"]["test"], res_f["network"]["cos"])
+    res_f = run_methods(
+        free,
+        xf,
+        yf,
+        {"test": (xft, yft)},
+        m,
+        steps,
+        batch,
+        seed + 7,
+        methods=("network",),
+        eval_every=max(steps // 20, 1),
+        progress=progress,
+        gamma=float(dist.gamma),
+        class_weighted=class_weighted,
+    )
+    out = {
+        key: (res[key]["train"], res[key]["test"], res[key]["cos"])
+        for key in ("network", "rf", "ntk", "one-step", "two-step")
+    }
+    out["no-structure"] = (
+        res_f["network"]["train"],
+        res_f["network"]["test"],
+        res_f["network"]["cos"],
+    )
     if probe_steps:
-        out["one-step-raw"] = (res["one-step"]["raw_train"], res["one-step"]["raw_test"], res["one-step"]["cos"])
-        out["two-step-raw"] = (res["two-step"]["raw_train"], res["two-step"]["raw_test"], res["two-step"]["cos"])
+        out["one-step-raw"] = (
+            res["one-step"]["raw_train"],
+            res["one-step"]["raw_test"],
+            res["one-step"]["cos"],
+        )
+        out["two-step-raw"] = (
+            res["two-step"]["raw_train"],
+            res["two-step"]["raw_test"],
+            res["two-step"]["cos"],
+        )
     out["majority"] = max(float((yt == 1).double().mean()), float((yt == -1).double().mean()))
     return out

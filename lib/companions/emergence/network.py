@@ -41,19 +41,33 @@ class Params:
         return self.W.shape[0]
 
 
-def symmetric_init(m: int, d: int, k: int, sigma_tilde: float, gamma: float, generator: torch.Generator,
-                   dtype=torch.float64, device="cpu") -> Params:
+def symmetric_init(
+    m: int,
+    d: int,
+    k: int,
+    sigma_tilde: float,
+    gamma: float,
+    generator: torch.Generator,
+    dtype=torch.float64,
+    device="cpu",
+) -> Params:
     """The "unbiased" initialisation of Section 2.3.1: for i in [m], ``w_i ~ N(0, sigma_w^2 I)`` with
     ``sigma_w = 1/k``, ``b_i ~ N(0, sigma_b^2)`` with ``sigma_b = 1/k^2``, ``a_i ~ N(0, sigma_a^2)`` with
     ``sigma_a = sigma~^2 / (gamma k^2)``; then ``w_{m+i} = w_i``, ``b_{m+i} = b_i``, ``a_{m+i} = -a_i``,
     so that ``g^(0) = 0``."""
     if gamma <= 0:
-        raise ValueError(f"parameter 'gamma' = {gamma} is not allowed: sigma_a = sigma~^2/(gamma k^2) needs gamma > 0")
+        raise ValueError(
+            f"parameter 'gamma' = {gamma} is not allowed: sigma_a = sigma~^2/(gamma k^2) needs gamma > 0"
+        )
     W = torch.randn(m, d, generator=generator, dtype=torch.float64) / k
     b = torch.randn(m, generator=generator, dtype=torch.float64) / k**2
     a = torch.randn(m, generator=generator, dtype=torch.float64) * sigma_tilde**2 / (gamma * k**2)
     W, b, a = torch.cat([W, W]), torch.cat([b, b]), torch.cat([a, -a])
-    return Params(W.to(device=device, dtype=dtype), b.to(device=device, dtype=dtype), a.to(device=device, dtype=dtype))
+    return Params(
+        W.to(device=device, dtype=dtype),
+        b.to(device=device, dtype=dtype),
+        a.to(device=device, dtype=dtype),
+    )
 
 
 def truncated_relu(z: torch.Tensor) -> torch.Tensor:
@@ -105,7 +119,9 @@ def accuracy(p: Params, X: torch.Tensor, y: torch.Tensor) -> float:
     return float((torch.sign(forward(p, X)) == y).double().mean())
 
 
-def gradients(p: Params, X: torch.Tensor, y: torch.Tensor, s: float, weights: torch.Tensor | None = None) -> Params:
+def gradients(
+    p: Params, X: torch.Tensor, y: torch.Tensor, s: float, weights: torch.Tensor | None = None
+) -> Params:
     """``grad_theta L(g; sigma_xi)`` on the sample ``(X, y)``, written as in Lemma A.6:
     with ``u = y I[y g(x; xi) <= 1]`` and ``z = <w_i, x> + b_i``,
     ``dL/dw_i = -a_i E{u E_xi I[z + xi in (0,1)] x}`` (A.19), the same without ``x`` for ``b_i`` (A.20),
@@ -123,12 +139,22 @@ def gradients(p: Params, X: torch.Tensor, y: torch.Tensor, s: float, weights: to
     return Params(gW, gb, ga)
 
 
-def gd_step(p: Params, X: torch.Tensor, y: torch.Tensor, eta: float, lam_a: float, lam_w: float, s: float,
-            weights: torch.Tensor | None = None) -> Params:
+def gd_step(
+    p: Params,
+    X: torch.Tensor,
+    y: torch.Tensor,
+    eta: float,
+    lam_a: float,
+    lam_w: float,
+    s: float,
+    weights: torch.Tensor | None = None,
+) -> Params:
     """One update (2.4), written literally: ``theta - eta (grad L + grad R)``, with
     ``grad R = (2 lambda_a a, 2 lambda_w w, 0)``."""
     g = gradients(p, X, y, s, weights)
-    return Params(p.W - eta * (g.W + 2 * lam_w * p.W), p.b - eta * g.b, p.a - eta * (g.a + 2 * lam_a * p.a))
+    return Params(
+        p.W - eta * (g.W + 2 * lam_w * p.W), p.b - eta * g.b, p.a - eta * (g.a + 2 * lam_a * p.a)
+    )
 
 
 def schedule(name: str, k: int, m: int, sigma_tilde: float, gamma: float, T: int) -> dict:
@@ -140,20 +166,25 @@ def schedule(name: str, k: int, m: int, sigma_tilde: float, gamma: float, T: int
     later steps ``eta = k^2 / (T m^{1/3})``, ``lambda <= k^3 / (sigma~ m^{1/3})``, ``sigma_xi = 0`` (A.276).
     """
     if name not in SCHEDULES:
-        raise ValueError(f"parameter 'schedule' = {name!r} is not allowed: expected one of {SCHEDULES}")
+        raise ValueError(
+            f"parameter 'schedule' = {name!r} is not allowed: expected one of {SCHEDULES}"
+        )
     if name == "A.214":
-        eta1, s = gamma**2 * sigma_tilde / (k * m**3), k ** -1.5
+        eta1, s = gamma**2 * sigma_tilde / (k * m**3), k**-1.5
     else:
-        eta1, s = gamma**2 * sigma_tilde**2 / (k * m**3), k ** -2.0
+        eta1, s = gamma**2 * sigma_tilde**2 / (k * m**3), k**-2.0
     return {
         "step1": dict(eta=eta1, lam_a=0.0, lam_w=1 / (2 * eta1), s=s),
         "step2": dict(eta=1.0, lam_a=0.5, lam_w=0.5, s=s),
-        "late": dict(eta=k**2 / (T * m ** (1 / 3)), lam_max=k**3 / (sigma_tilde * m ** (1 / 3)), s=0.0),
+        "late": dict(
+            eta=k**2 / (T * m ** (1 / 3)), lam_max=k**3 / (sigma_tilde * m ** (1 / 3)), s=0.0
+        ),
     }
 
 
-def first_two_steps(p0: Params, X: torch.Tensor, y: torch.Tensor, sched: dict,
-                    weights: torch.Tensor | None = None) -> tuple[Params, Params]:
+def first_two_steps(
+    p0: Params, X: torch.Tensor, y: torch.Tensor, sched: dict, weights: torch.Tensor | None = None
+) -> tuple[Params, Params]:
     """The two large-weight-decay ("forgetful") steps on the batch ``(X, y)`` (or on an enumerated
     support with its probabilities as ``weights``): ``(theta^(1), theta^(2))``."""
     p1 = gd_step(p0, X, y, **sched["step1"], weights=weights)
@@ -176,9 +207,22 @@ def cosines(W: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     return (W @ v) / (W.norm(dim=1) * v.norm()).clamp_min(torch.finfo(W.dtype).tiny)
 
 
-def train_late(p2: Params, X: torch.Tensor, y: torch.Tensor, steps: int, batch: int, generator: torch.Generator,
-               optimizer: str = "adam", lr: float | None = None, lam: float = 0.0, eval_every: int = 10,
-               evaluate=None, desc: str = "network", progress: bool = True, train_params=("W", "b", "a")):
+def train_late(
+    p2: Params,
+    X: torch.Tensor,
+    y: torch.Tensor,
+    steps: int,
+    batch: int,
+    generator: torch.Generator,
+    optimizer: str = "adam",
+    lr: float | None = None,
+    lam: float = 0.0,
+    eval_every: int = 10,
+    evaluate=None,
+    desc: str = "network",
+    progress: bool = True,
+    train_params=("W", "b", "a"),
+):
     """Steps t > 2 on minibatches of ``(X, y)`` with ``sigma_xi = 0``.
 
     ``optimizer='theory'``: plain SGD with the caller's ``lr`` (the theory's ``k^2/(T m^{1/3})``) and
@@ -187,11 +231,20 @@ def train_late(p2: Params, X: torch.Tensor, y: torch.Tensor, steps: int, batch: 
     ``(params, history)`` with ``history = {'step': [...], <metric>: [...]}``.
     """
     if optimizer not in LATE_OPTIMIZERS:
-        raise ValueError(f"parameter 'optimizer' = {optimizer!r} is not allowed: expected one of {LATE_OPTIMIZERS}")
-    tensors = {name: getattr(p2, name).detach().clone().requires_grad_(name in train_params) for name in ("W", "b", "a")}
+        raise ValueError(
+            f"parameter 'optimizer' = {optimizer!r} is not allowed: expected one of {LATE_OPTIMIZERS}"
+        )
+    tensors = {
+        name: getattr(p2, name).detach().clone().requires_grad_(name in train_params)
+        for name in ("W", "b", "a")
+    }
     p = Params(tensors["W"], tensors["b"], tensors["a"])
     trainable = [tensors[name] for name in train_params]
-    opt = torch.optim.SGD(trainable, lr=lr) if optimizer == "theory" else torch.optim.Adam(trainable, lr=lr or 1e-2)
+    opt = (
+        torch.optim.SGD(trainable, lr=lr)
+        if optimizer == "theory"
+        else torch.optim.Adam(trainable, lr=lr or 1e-2)
+    )
     n = X.shape[0]
     history: dict[str, list] = {"step": []}
 

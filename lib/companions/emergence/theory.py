@@ -69,8 +69,15 @@ def target_network(k: int, P, mu) -> dict:
                 b.append(-s + off)
         if all(abs(v) >= Fraction(1, 8) for v in b):
             scale = Fraction(1, 4 * k)
-            return {"a": [4 * k * v for v in a], "b": [v * scale for v in b], "scale": scale, "candidate": candidate}
-    raise AssertionError("neither candidate of Lemma 2.5 has all biases >= 1/8 (impossible: they are 1/4 apart)")
+            return {
+                "a": [4 * k * v for v in a],
+                "b": [v * scale for v in b],
+                "scale": scale,
+                "candidate": candidate,
+            }
+    raise AssertionError(
+        "neither candidate of Lemma 2.5 has all biases >= 1/8 (impossible: they are 1/4 apart)"
+    )
 
 
 def target_output(net: dict, S: int, mu) -> Fraction:
@@ -111,7 +118,9 @@ def lemma_2_5_exhaustive(k_max: int, mu_denominator: int = 7) -> dict:
                 counts["misfit"] += not r["fits"]
                 counts["size"] += r["n"] != 3 * (k + 1)
                 counts["a_bound"] += r["max_a"] > 32 * k
-                counts["b_bound"] += not (Fraction(1, 32 * k) <= r["min_b"] and r["max_b"] <= Fraction(1, 2))
+                counts["b_bound"] += not (
+                    Fraction(1, 32 * k) <= r["min_b"] and r["max_b"] <= Fraction(1, 2)
+                )
                 counts["pre_bound"] += r["max_pre"] > 1
                 counts["candidate2"] += r["candidate"] == 2
     return counts
@@ -126,7 +135,11 @@ def target_params(dist, dtype=torch.float64, device="cpu") -> Params:
     W = w.unsqueeze(0).expand(n, -1).clone()
     b = torch.tensor([float(v) for v in net["b"]], dtype=torch.float64)
     a = torch.tensor([float(v) for v in net["a"]], dtype=torch.float64)
-    return Params(W.to(device=device, dtype=dtype), b.to(device=device, dtype=dtype), a.to(device=device, dtype=dtype))
+    return Params(
+        W.to(device=device, dtype=dtype),
+        b.to(device=device, dtype=dtype),
+        a.to(device=device, dtype=dtype),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -144,14 +157,20 @@ def lemma_a8(dist) -> dict:
     s2 = float(dist.sigma2)
     sigma_phi2 = float(dist.p_o * (1 - dist.p_o)) / s2
     return {
-        "E_y": float(prob @ y), "E_abs_y": float(prob @ y.abs()),
-        "E_abs_phi_bg": [float(prob @ phi[:, j].abs()) for j in bg], "two_sigma_phi2_sigma": 2 * sigma_phi2 * dist.sigma,
-        "E_y_phi_A": [float(prob @ (y * phi[:, j])) for j in A], "gamma_over_sigma": float(dist.gamma) / dist.sigma,
-        "E_abs_y_phi": [float(prob @ (y * phi[:, j]).abs()) for j in range(dist.D)], "one_over_sigma": 1 / dist.sigma,
+        "E_y": float(prob @ y),
+        "E_abs_y": float(prob @ y.abs()),
+        "E_abs_phi_bg": [float(prob @ phi[:, j].abs()) for j in bg],
+        "two_sigma_phi2_sigma": 2 * sigma_phi2 * dist.sigma,
+        "E_y_phi_A": [float(prob @ (y * phi[:, j])) for j in A],
+        "gamma_over_sigma": float(dist.gamma) / dist.sigma,
+        "E_abs_y_phi": [float(prob @ (y * phi[:, j]).abs()) for j in range(dist.D)],
+        "one_over_sigma": 1 / dist.sigma,
     }
 
 
-def gradient_terms(dist, w: torch.Tensor, b: float, s: float, u: torch.Tensor | None = None) -> dict:
+def gradient_terms(
+    dist, w: torch.Tensor, b: float, s: float, u: torch.Tensor | None = None
+) -> dict:
     """The exact population ``T_j = E{u E_xi I[<w, x> + b + xi in (0,1)] phi_j}`` of (A.50) on the support
     of a tiny distribution (``u = y`` at ``g = 0``; pass ``u = y I[y g <= 1]`` for a later step), with
     ``beta = Pr[<phi_{-A}, q_{-A}> + b + xi in (0, 1)]`` and the prediction ``beta gamma / sigma~`` for ``j in A``.
@@ -168,8 +187,13 @@ def gradient_terms(dist, w: torch.Tensor, b: float, s: float, u: torch.Tensor | 
     act_minus_A = smoothed_relu_derivative(phi[:, mask] @ q[mask] + b, s)
     T = (prob * u * act) @ phi
     beta = float(prob @ act_minus_A)
-    return {"T": T, "T_b": float(prob @ (u * act)), "beta": beta,
-            "predicted_A": beta * float(dist.gamma) / dist.sigma, "q": q}
+    return {
+        "T": T,
+        "T_b": float(prob @ (u * act)),
+        "beta": beta,
+        "predicted_A": beta * float(dist.gamma) / dist.sigma,
+        "q": q,
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -193,11 +217,15 @@ def best_halfspace_accuracy(k: int, p_o, max_weight: int | None = None) -> Fract
     if max_weight is None:
         max_weight = {1: 1, 2: 1, 3: 2, 4: 3, 5: 5}.get(k)
         if max_weight is None:
-            raise ValueError(f"parameter 'k' = {k} is not allowed: enumeration is exact for k <= 5 only")
+            raise ValueError(
+                f"parameter 'k' = {k} is not allowed: enumeration is exact for k <= 5 only"
+            )
     p_o = Fraction(p_o).limit_denominator(10**6)
     Z = np.array(list(itertools.product((-1, 1), repeat=k)))
     y = Z.prod(1)
-    weights = np.array([(p_o / 2**k) + ((1 - p_o) / 2 if abs(z.sum()) == k else 0) for z in Z], dtype=object)
+    weights = np.array(
+        [(p_o / 2**k) + ((1 - p_o) / 2 if abs(z.sum()) == k else 0) for z in Z], dtype=object
+    )
     U = np.array(list(itertools.product(range(-max_weight, max_weight + 1), repeat=k)))
     scores = U @ Z.T  # (U, 2^k) integer
     wf = np.array([float(v) for v in weights])
@@ -227,7 +255,9 @@ def fixed_feature_bound(N, B, k, p_o, reading: str = "linear") -> float:
         return p_o * (1 - math.sqrt(2 * N) * B / 2**k)
     if reading == "root":
         return p_o * (1 - math.sqrt(2 * N * B) / 2**k)
-    raise ValueError(f"parameter 'reading' = {reading!r} is not allowed: expected 'linear' or 'root'")
+    raise ValueError(
+        f"parameter 'reading' = {reading!r} is not allowed: expected 'linear' or 'root'"
+    )
 
 
 def bessel_bound(N, B, D, k) -> float:
@@ -244,8 +274,8 @@ def walsh_hadamard(values: np.ndarray) -> np.ndarray:
     h, n = 1, f.shape[0]
     while h < n:
         for i in range(0, n, 2 * h):
-            x, y = f[i:i + h].copy(), f[i + h:i + 2 * h].copy()
-            f[i:i + h], f[i + h:i + 2 * h] = x + y, x - y
+            x, y = f[i : i + h].copy(), f[i + h : i + 2 * h].copy()
+            f[i : i + h], f[i + h : i + 2 * h] = x + y, x - y
         h *= 2
     return f
 
@@ -276,9 +306,14 @@ def parseval_check(numerators: np.ndarray, D: int, k: int) -> dict:
     popcount = np.array([bin(r).count("1") for r in range(n)])
     level_k = coeffs[popcount == k].astype(object)
     per_A = (level_k**2).sum(1)  # 4^D L^2 ||E[chi_A Psi]||^2 for every |A| = k
-    return {"parseval_exact": bool(np.all(lhs == rhs)), "level_k_total": int(per_A.sum()),
-            "total_energy": int(rhs.sum()), "min_per_A": int(per_A.min()), "count_A": len(per_A),
-            "unit": 4**D}
+    return {
+        "parseval_exact": bool(np.all(lhs == rhs)),
+        "level_k_total": int(per_A.sum()),
+        "total_energy": int(rhs.sum()),
+        "min_per_A": int(per_A.min()),
+        "count_A": len(per_A),
+        "unit": 4**D,
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -290,7 +325,11 @@ def sq_numbers(D: int, k: int) -> dict:
     """``d = binom(D, k)`` (a lower bound on SQ-DIM by pairwise uncorrelated parities), the query bound
     ``d^{1/3}/2`` and the error threshold ``1/2 - 1/d^3`` of Theorem 2.4 (A.26)."""
     dim = math.comb(D, k)
-    return {"sq_dim": dim, "queries": 0.5 * dim ** (1 / 3), "error_threshold_gap": Fraction(1, dim**3)}
+    return {
+        "sq_dim": dim,
+        "queries": 0.5 * dim ** (1 / 3),
+        "error_threshold_gap": Fraction(1, dim**3),
+    }
 
 
 def parity_correlations(D: int, k: int) -> dict:
@@ -301,9 +340,15 @@ def parity_correlations(D: int, k: int) -> dict:
     subsets = list(itertools.combinations(range(D), k))
     C = np.stack([((1 - phi_t[:, list(A)]).sum(1) % 2) for A in subsets], 1)  # 0/1 concepts
     S = 1 - 2 * C  # +-1
-    G = (S.T.astype(np.float64) @ S.astype(np.float64)).round().astype(np.int64)  # 2^D (Pr[=] - Pr[!=]), exact (< 2^53)
+    G = (
+        (S.T.astype(np.float64) @ S.astype(np.float64)).round().astype(np.int64)
+    )  # 2^D (Pr[=] - Pr[!=]), exact (< 2^53)
     off = G[~np.eye(len(subsets), dtype=bool)]
-    return {"pairs": len(off), "max_abs_correlation_count": int(np.abs(off).max()), "concepts": len(subsets)}
+    return {
+        "pairs": len(off),
+        "max_abs_correlation_count": int(np.abs(off).max()),
+        "concepts": len(subsets),
+    }
 
 
 def binomial_at_least_16_to_k(D_max: int) -> dict:
@@ -345,7 +390,6 @@ def mixture_background_covariance(p_o) -> Fraction:
     return e12 - e1 * e1
 
 
-
 def sq_concept(D: int, A, literal: bool = False) -> np.ndarray:
     """The concept of the proof of Theorem 2.4 on every ``phi~ in {0,1}^D`` (rows in the order of
     :func:`cube`, ``phi~ = (z + 1)/2``): ``g_A = I[sum_{j in A} (1 - phi~_j) odd]`` (0/1). With ``literal=True``,
@@ -367,9 +411,19 @@ def theorem_2_1_rates() -> dict:
     eta = k**2 / (T * m ** sp.Rational(1, 3))
     terms = [k**9 / m, k**4 * eta**2 * T**2, k**3 * T / m**2, k**9 / (eta * T * m), eta * m]
     substituted = [sp.simplify(t) for t in terms]
-    expected = [k**9 / m, k**8 / m ** sp.Rational(2, 3), k**3 * T / m**2, k**7 / m ** sp.Rational(2, 3),
-                k**2 * m ** sp.Rational(2, 3) / T]
+    expected = [
+        k**9 / m,
+        k**8 / m ** sp.Rational(2, 3),
+        k**3 * T / m**2,
+        k**7 / m ** sp.Rational(2, 3),
+        k**2 * m ** sp.Rational(2, 3) / T,
+    ]
     at_T = [sp.simplify(t.subs(T, m ** sp.Rational(4, 3))) for t in substituted]
     width = sp.solve(sp.Eq(k**8 / m ** sp.Rational(2, 3), eps), m)
-    return {"substituted": substituted, "matches": all(sp.simplify(a - b) == 0 for a, b in zip(substituted, expected)),
-            "at_T": at_T, "width": width, "symbols": (k, m, T, eps)}
+    return {
+        "substituted": substituted,
+        "matches": all(sp.simplify(a - b) == 0 for a, b in zip(substituted, expected)),
+        "at_T": at_T,
+        "width": width,
+        "symbols": (k, m, T, eps),
+    }

@@ -19,6 +19,7 @@ tuples ``a`` of shape ``(N, k)``. DFT convention (Section 4.4.1): ``f_hat(j) = s
 which is ``torch.fft.fft``. Phases use the convention of Lemma C.15, ``u(a) = beta cos(theta + 2 pi zeta a / p)``,
 so ``u_hat(zeta) = (p beta / 2) exp(i theta)``.
 """
+
 from companions.fourier import (  # noqa: F401
     ascent,
     construction,

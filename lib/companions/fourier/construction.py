@@ -1,5 +1,4 @@
-"""The explicit max-margin network (Lemma 4.11 = C.18).
-"""
+"""The explicit max-margin network (Lemma 4.11 = C.18)."""
 
 from __future__ import annotations
 
@@ -19,9 +18,11 @@ class Construction:
     W: torch.Tensor
     zeta: torch.Tensor
     phases_u: torch.Tensor  # (m*, k)
-    phase_w: torch.Tensor   # (m*,)
+    phase_w: torch.Tensor  # (m*,)
     beta: float
-    scale: float = field(default=0.0)  # C = beta^(k+1) 2^(k-1) k!: f(a)[c] = C sum_zeta cos_zeta(sum a - c)
+    scale: float = field(
+        default=0.0
+    )  # C = beta^(k+1) 2^(k-1) k!: f(a)[c] = C sum_zeta cos_zeta(sum a - c)
 
 
 def _construction_terms(k: int):
@@ -51,7 +52,12 @@ def construction(p: int, k: int, dtype=torch.float64, device="cpu") -> Construct
     """
     beta = math.sqrt(2 / ((k + 1) * p))
     grid = torch.arange(p, dtype=dtype)
-    phase = {(0, 1): 0.0, (0, -1): math.pi, (1, 1): -math.pi / 2, (1, -1): math.pi / 2}  # (T, sign) -> theta
+    phase = {
+        (0, 1): 0.0,
+        (0, -1): math.pi,
+        (1, 1): -math.pi / 2,
+        (1, -1): math.pi / 2,
+    }  # (T, sign) -> theta
     Us, Ws, zetas, ph_u, ph_w = [], [], [], [], []
     for zeta in range(1, (p - 1) // 2 + 1):
         ang = 2 * math.pi * zeta * grid / p
@@ -63,5 +69,12 @@ def construction(p: int, k: int, dtype=torch.float64, device="cpu") -> Construct
             ph_u.append([phase[(b[j], c[j])] for j in range(k)])
             ph_w.append(phase[(b[k], -s if b[k] else s)])
     U, W = torch.stack(Us).to(device), torch.stack(Ws).to(device)
-    return Construction(U, W, torch.tensor(zetas), torch.tensor(ph_u, dtype=dtype), torch.tensor(ph_w, dtype=dtype),
-                        beta, beta ** (k + 1) * 2 ** (k - 1) * math.factorial(k))
+    return Construction(
+        U,
+        W,
+        torch.tensor(zetas),
+        torch.tensor(ph_u, dtype=dtype),
+        torch.tensor(ph_w, dtype=dtype),
+        beta,
+        beta ** (k + 1) * 2 ** (k - 1) * math.factorial(k),
+    )

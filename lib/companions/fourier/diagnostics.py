@@ -1,5 +1,4 @@
-"""Fourier diagnostics of a network: Figures 4.1 and 4.2, Lemma C.15's form, Lemma C.20.
-"""
+"""Fourier diagnostics of a network: Figures 4.1 and 4.2, Lemma C.15's form, Lemma C.20."""
 
 from __future__ import annotations
 
@@ -22,7 +21,7 @@ def folded_power(v: torch.Tensor) -> torch.Tensor:
     p = v.shape[-1]
     pw = torch.fft.fft(v).abs().pow(2)
     half = (p - 1) // 2
-    return torch.cat([pw[..., :1], pw[..., 1:half + 1] + pw[..., p - half:].flip(-1)], dim=-1)
+    return torch.cat([pw[..., :1], pw[..., 1 : half + 1] + pw[..., p - half :].flip(-1)], dim=-1)
 
 
 def neuron_spectrum(U: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
@@ -53,7 +52,9 @@ def phase_lock(U: torch.Tensor, W: torch.Tensor, zeta: torch.Tensor | None = Non
     if zeta is None:
         zeta = dominant_frequency(neuron_spectrum(U, W))
     V = torch.fft.fft(stacked(U, W))  # (..., m, k+1, p)
-    at = V.gather(-1, zeta.unsqueeze(-1).unsqueeze(-1).expand(*V.shape[:-1], 1)).squeeze(-1)  # (..., m, k+1)
+    at = V.gather(-1, zeta.unsqueeze(-1).unsqueeze(-1).expand(*V.shape[:-1], 1)).squeeze(
+        -1
+    )  # (..., m, k+1)
     ang = torch.angle(at)
     return torch.cos(ang[..., :-1].sum(-1) - ang[..., -1])
 
@@ -84,5 +85,7 @@ def trig_interpolant(v: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
     vh = torch.fft.fft(v.to(torch.float64))
     js = torch.arange(-(p - 1) // 2, (p - 1) // 2 + 1)
     coef = vh[..., js % p]
-    basis = torch.exp(2j * math.pi * js.to(torch.float64)[:, None] * t.to(torch.float64)[None, :] / p)
+    basis = torch.exp(
+        2j * math.pi * js.to(torch.float64)[:, None] * t.to(torch.float64)[None, :] / p
+    )
     return (coef @ basis).real / p

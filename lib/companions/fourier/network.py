@@ -19,7 +19,11 @@ import torch
 def dataset(p: int, k: int, device="cpu") -> tuple[torch.Tensor, torch.Tensor]:
     """All ``p^k`` tuples ``a`` of Z_p^k (the theory's D_p, Section 4.3.1) and their labels
     ``y = (a_1 + ... + a_k) mod p`` (eq. 4.1). ``a`` has shape ``(p^k, k)``, in lexicographic order."""
-    grids = torch.cartesian_prod(*[torch.arange(p, device=device)] * k) if k > 1 else torch.arange(p, device=device)[:, None]
+    grids = (
+        torch.cartesian_prod(*[torch.arange(p, device=device)] * k)
+        if k > 1
+        else torch.arange(p, device=device)[:, None]
+    )
     grids = grids.reshape(-1, k)
     return grids, grids.sum(-1) % p
 
@@ -36,14 +40,18 @@ def hidden(U: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
     return s.transpose(-1, -2)
 
 
-def forward(U: torch.Tensor, W: torch.Tensor, a: torch.Tensor, chunk: int | None = None) -> torch.Tensor:
+def forward(
+    U: torch.Tensor, W: torch.Tensor, a: torch.Tensor, chunk: int | None = None
+) -> torch.Tensor:
     """``f(theta, a) = sum_i (u_{i,1}(a_1) + ... + u_{i,k}(a_k))^k w_i`` (eq. 4.2), shape ``(..., N, p)``.
 
     With ``chunk``, the inputs are processed ``chunk`` at a time (same result, bounded memory)."""
     k = U.shape[-2]
     if chunk is None or a.shape[0] <= chunk:
         return hidden(U, a).pow(k) @ W
-    return torch.cat([hidden(U, a[i:i + chunk]).pow(k) @ W for i in range(0, a.shape[0], chunk)], dim=-2)
+    return torch.cat(
+        [hidden(U, a[i : i + chunk]).pow(k) @ W for i in range(0, a.shape[0], chunk)], dim=-2
+    )
 
 
 def neuron_norms(U: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
@@ -65,7 +73,9 @@ def margins(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return correct - others.amax(-1)
 
 
-def class_weighted_margins(logits: torch.Tensor, y: torch.Tensor, tau: torch.Tensor | None = None) -> torch.Tensor:
+def class_weighted_margins(
+    logits: torch.Tensor, y: torch.Tensor, tau: torch.Tensor | None = None
+) -> torch.Tensor:
     """``g'(theta, x, y) = f[y] - sum_{y' != y} tau(x, y)[y'] f[y']`` (Definition 4.6). ``tau`` of shape
     ``(N, p)`` (its entry at y is ignored) defaults to the uniform weighting ``1/(p-1)`` of Theorem 4.9."""
     p = logits.shape[-1]
@@ -76,13 +86,16 @@ def class_weighted_margins(logits: torch.Tensor, y: torch.Tensor, tau: torch.Ten
     return correct - (tau * logits).sum(-1)
 
 
-def margin(U: torch.Tensor, W: torch.Tensor, a: torch.Tensor, y: torch.Tensor, chunk: int | None = 4096) -> torch.Tensor:
+def margin(
+    U: torch.Tensor, W: torch.Tensor, a: torch.Tensor, y: torch.Tensor, chunk: int | None = 4096
+) -> torch.Tensor:
     """``h(theta) = min_{D_p} g`` (Definition 4.3), shape ``(...)``."""
     return margins(forward(U, W, a, chunk), y).amin(-1)
 
 
-def normalized_margin(U: torch.Tensor, W: torch.Tensor, a: torch.Tensor, y: torch.Tensor,
-                      chunk: int | None = 4096) -> torch.Tensor:
+def normalized_margin(
+    U: torch.Tensor, W: torch.Tensor, a: torch.Tensor, y: torch.Tensor, chunk: int | None = 4096
+) -> torch.Tensor:
     """``h(theta / ||theta||_{2,k+1}) = h(theta) / ||theta||_{2,k+1}^(k+1)`` (Definition 4.4; f is
     (k+1)-homogeneous)."""
     k = U.shape[-2]
@@ -98,7 +111,11 @@ def gamma_star_symbolic(p=None, k=None) -> sp.Expr:
     """The same closed form in sympy (symbols ``p``, ``k`` where not given)."""
     p = sp.Symbol("p", positive=True) if p is None else sp.Integer(p)
     k = sp.Symbol("k", positive=True, integer=True) if k is None else sp.Integer(k)
-    return 2 * sp.factorial(k) / ((2 * k + 2) ** ((k + 1) / sp.Integer(2)) * (p - 1) * p ** ((k - 1) / sp.Integer(2)))
+    return (
+        2
+        * sp.factorial(k)
+        / ((2 * k + 2) ** ((k + 1) / sp.Integer(2)) * (p - 1) * p ** ((k - 1) / sp.Integer(2)))
+    )
 
 
 def is_odd_prime(p: int) -> bool:

@@ -18,13 +18,18 @@ def sum_to_product_residual(k: int, half: bool = False) -> sp.Expr:
     side is ``2^(k-1) k! prod a_j`` (the half used by the construction)."""
     a = sp.symbols(f"a1:{k + 1}")
     signs = [c for c in itertools.product((1, -1), repeat=k) if not half or c[0] == 1]
-    lhs = sum(sp.Integer(-1) ** ((k - sum(c)) // 2) * sum(ci * ai for ci, ai in zip(c, a)) ** k for c in signs)
+    lhs = sum(
+        sp.Integer(-1) ** ((k - sum(c)) // 2) * sum(ci * ai for ci, ai in zip(c, a)) ** k
+        for c in signs
+    )
     return sp.expand(lhs - (2 ** (k - 1 if half else k)) * sp.factorial(k) * sp.Mul(*a))
 
 
 def sum_to_product_sign_is_product(k: int) -> bool:
     """``(-1)^((k - sum c)/2) = prod_j c_j`` for every ``c in {+-1}^k``."""
-    return all((-1) ** ((k - sum(c)) // 2) == math.prod(c) for c in itertools.product((1, -1), repeat=k))
+    return all(
+        (-1) ** ((k - sum(c)) // 2) == math.prod(c) for c in itertools.product((1, -1), repeat=k)
+    )
 
 
 def cosine_expansion(K: int) -> tuple[sp.Expr, int]:
@@ -37,7 +42,9 @@ def cosine_expansion(K: int) -> tuple[sp.Expr, int]:
         if sum(b) % 2:
             continue
         terms += 1
-        rhs += (-1 if sum(b) % 4 == 2 else 1) * sp.Mul(*[sp.sin(xi) if bi else sp.cos(xi) for xi, bi in zip(x, b)])
+        rhs += (-1 if sum(b) % 4 == 2 else 1) * sp.Mul(
+            *[sp.sin(xi) if bi else sp.cos(xi) for xi, bi in zip(x, b)]
+        )
     return sp.expand(sp.expand_trig(sp.cos(sum(x))) - rhs), terms
 
 
@@ -56,8 +63,14 @@ def construction_identity(k: int) -> sp.Expr:
     x = sp.symbols(f"x1:{k + 1}")
     y = sp.Symbol("y")
     target = sp.expand(sp.expand_trig(sp.cos(sum(x) - y)))
-    target = target.subs({**{sp.cos(x[j]): C[j] for j in range(k)}, **{sp.sin(x[j]): S[j] for j in range(k)},
-                          sp.cos(y): Cw, sp.sin(y): Sw})
+    target = target.subs(
+        {
+            **{sp.cos(x[j]): C[j] for j in range(k)},
+            **{sp.sin(x[j]): S[j] for j in range(k)},
+            sp.cos(y): Cw,
+            sp.sin(y): Sw,
+        }
+    )
     return sp.expand(total - 2 ** (k - 1) * sp.factorial(k) * target)
 
 

@@ -1,5 +1,4 @@
-"""Training (Definition 4.1, Lemma 4.7, Theorem 4.9), vectorized over independent runs.
-"""
+"""Training (Definition 4.1, Lemma 4.7, Theorem 4.9), vectorized over independent runs."""
 
 from __future__ import annotations
 
@@ -37,8 +36,16 @@ class TrainRun:
     accuracy: list = field(default_factory=list)
 
 
-def init_network(runs: int, width: int, p: int, k: int, generator: torch.Generator, widths=None,
-                 dtype=torch.float64, device="cpu"):
+def init_network(
+    runs: int,
+    width: int,
+    p: int,
+    k: int,
+    generator: torch.Generator,
+    widths=None,
+    dtype=torch.float64,
+    device="cpu",
+):
     """Entries i.i.d. ``N(0, 1/p)`` (the spec's proposal; the source does not give its initialization).
     With ``widths`` (one per run), neurons beyond a run's width are zero, and stay zero in training:
     their gradient, their penalty's gradient and AdamW's decay all vanish at zero for k >= 2."""
@@ -50,10 +57,25 @@ def init_network(runs: int, width: int, p: int, k: int, generator: torch.Generat
     return U.to(device), W.to(device)
 
 
-def train(p: int, k: int, widths: list[int], steps: int, lr: float, generator: torch.Generator,
-          regularizer: str = "l2k1", lam: float = 1e-3, weight_decay: float = 0.0, batch: int = 0,
-          log_every: int = 100, decay_fraction: float = 0.2, warmup: int = 0, dtype=torch.float64, device="cpu",
-          desc: str = "training", progress: bool = True) -> TrainRun:
+def train(
+    p: int,
+    k: int,
+    widths: list[int],
+    steps: int,
+    lr: float,
+    generator: torch.Generator,
+    regularizer: str = "l2k1",
+    lam: float = 1e-3,
+    weight_decay: float = 0.0,
+    batch: int = 0,
+    log_every: int = 100,
+    decay_fraction: float = 0.2,
+    warmup: int = 0,
+    dtype=torch.float64,
+    device="cpu",
+    desc: str = "training",
+    progress: bool = True,
+) -> TrainRun:
     """Train one network per entry of ``widths`` (vectorized) on (a_1 + ... + a_k) mod p.
 
     ``regularizer='l2k1'``: Adam on ``L_lambda = CE + lambda ||theta||_{2,k+1}`` (Definition 4.1, the
@@ -65,7 +87,9 @@ def train(p: int, k: int, widths: list[int], steps: int, lr: float, generator: t
     on all of D_p every ``log_every`` steps and at the end.
     """
     if regularizer not in ("l2k1", "adamw", "l22"):
-        raise ValueError(f"parameter 'regularizer' = {regularizer!r} is not allowed: expected 'l2k1', 'adamw' or 'l22'")
+        raise ValueError(
+            f"parameter 'regularizer' = {regularizer!r} is not allowed: expected 'l2k1', 'adamw' or 'l22'"
+        )
     from tqdm.std import tqdm
 
     a, y = dataset(p, k, device=device)
@@ -91,11 +115,13 @@ def train(p: int, k: int, widths: list[int], steps: int, lr: float, generator: t
         with torch.no_grad():
             hmin, ce_sum, correct = None, 0.0, 0.0
             for i in range(0, n, 4096):
-                logits = forward(U, W, a[i:i + 4096])
-                yc = y[i:i + 4096]
+                logits = forward(U, W, a[i : i + 4096])
+                yc = y[i : i + 4096]
                 g = margins(logits, yc).amin(-1)
                 hmin = g if hmin is None else torch.minimum(hmin, g)
-                ce = torch.nn.functional.cross_entropy(logits.reshape(-1, p), yc.repeat(len(widths)), reduction="none")
+                ce = torch.nn.functional.cross_entropy(
+                    logits.reshape(-1, p), yc.repeat(len(widths)), reduction="none"
+                )
                 ce_sum = ce_sum + ce.reshape(len(widths), -1).sum(-1)
                 correct = correct + (logits.argmax(-1) == yc).to(dtype).sum(-1)
             run.steps.append(t)
@@ -115,7 +141,9 @@ def train(p: int, k: int, widths: list[int], steps: int, lr: float, generator: t
         else:
             ab, yb = a, y
         logits = forward(U, W, ab)
-        ce = torch.nn.functional.cross_entropy(logits.reshape(-1, p), yb.repeat(len(widths)), reduction="none")
+        ce = torch.nn.functional.cross_entropy(
+            logits.reshape(-1, p), yb.repeat(len(widths)), reduction="none"
+        )
         loss = ce.reshape(len(widths), -1).mean(-1).sum()
         if regularizer == "l2k1":
             loss = loss + lam * norm_ab(U, W, k + 1).sum()
@@ -130,7 +158,11 @@ def train(p: int, k: int, widths: list[int], steps: int, lr: float, generator: t
     bar.close()
     log(steps)
     run.U, run.W = U.detach(), W.detach()
-    run.rho, run.loss, run.accuracy = torch.stack(run.rho), torch.stack(run.loss), torch.stack(run.accuracy)
+    run.rho, run.loss, run.accuracy = (
+        torch.stack(run.rho),
+        torch.stack(run.loss),
+        torch.stack(run.accuracy),
+    )
     return run
 
 
@@ -146,9 +178,15 @@ def diagnostics(U: torch.Tensor, W: torch.Tensor, live_fraction: float = 0.1) ->
     phase = phase_lock(Ul, Wl)
     bal = balance(Ul, Wl)
     freqs = dominant_frequency(power)
-    return dict(live=int(live.sum()), width=int((neuron_norms(U, W) > 0).sum()),
-                min_concentration=float(conc.min()), median_concentration=float(conc.median()),
-                frequencies=sorted(set(freqs.tolist())), all_frequencies=sorted(set(freqs.tolist())) == list(range(1, (p - 1) // 2 + 1)),
-                frequency_counts=torch.bincount(freqs, minlength=(p + 1) // 2)[1:].tolist(),
-                min_phase_cos=float(phase.min()), median_phase_cos=float(phase.median()),
-                median_balance=float(bal.median()))
+    return dict(
+        live=int(live.sum()),
+        width=int((neuron_norms(U, W) > 0).sum()),
+        min_concentration=float(conc.min()),
+        median_concentration=float(conc.median()),
+        frequencies=sorted(set(freqs.tolist())),
+        all_frequencies=sorted(set(freqs.tolist())) == list(range(1, (p - 1) // 2 + 1)),
+        frequency_counts=torch.bincount(freqs, minlength=(p + 1) // 2)[1:].tolist(),
+        min_phase_cos=float(phase.min()),
+        median_phase_cos=float(phase.median()),
+        median_balance=float(bal.median()),
+    )

@@ -38,7 +38,9 @@ class Block(nn.Module):
         v = torch.einsum("ntd,hde->nhte", h, self.WV)
         T = x.shape[1]
         scores = q @ kk.transpose(-1, -2) / math.sqrt(self.d_head)
-        scores = scores.masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool, device=x.device), 1), float("-inf"))
+        scores = scores.masked_fill(
+            torch.triu(torch.ones(T, T, dtype=torch.bool, device=x.device), 1), float("-inf")
+        )
         out = (scores.softmax(-1) @ v).permute(0, 2, 1, 3).reshape(x.shape[0], T, -1) @ self.WO
         x = x + out
         return x + self.mlp(self.ln2(x))
@@ -48,7 +50,16 @@ class ModularTransformer(nn.Module):
     """Tokens ``a_1, ..., a_k`` (vocabulary Z_p), learned positional embeddings, ``layers`` pre-norm blocks,
     the answer ``(a_1 + ... + a_k) mod p`` read at the last position."""
 
-    def __init__(self, p: int, k: int, d_model: int = 128, heads: int = 8, d_head: int = 32, d_mlp: int = 512, layers: int = 1):
+    def __init__(
+        self,
+        p: int,
+        k: int,
+        d_model: int = 128,
+        heads: int = 8,
+        d_head: int = 32,
+        d_mlp: int = 512,
+        layers: int = 1,
+    ):
         super().__init__()
         self.p, self.k = p, k
         self.embed = nn.Parameter(torch.randn(p, d_model))
@@ -119,9 +130,19 @@ def split(p: int, k: int, train_fraction: float, generator: torch.Generator, dev
     return a[tr].to(device), y[tr].to(device), a[te].to(device), y[te].to(device)
 
 
-def train_transformer(model: ModularTransformer, data, steps: int, lr: float, weight_decay: float, generator: torch.Generator,
-                      batch: int = 0, log_every: int = 50, warmup: int = 10, desc: str = "transformer",
-                      progress: bool = True) -> History:
+def train_transformer(
+    model: ModularTransformer,
+    data,
+    steps: int,
+    lr: float,
+    weight_decay: float,
+    generator: torch.Generator,
+    batch: int = 0,
+    log_every: int = 50,
+    warmup: int = 10,
+    desc: str = "transformer",
+    progress: bool = True,
+) -> History:
     """AdamW with betas (0.9, 0.98) and a linear warm-up over ``warmup`` steps (Appendix C.10.1), cross-entropy
     at the last position; logs train and test accuracy and the mean top-4 2-D power fraction of the first
     layer's attention matrices every ``log_every`` steps and at the end."""
@@ -129,7 +150,9 @@ def train_transformer(model: ModularTransformer, data, steps: int, lr: float, we
 
     a_tr, y_tr, a_te, y_te = data
     opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.98), weight_decay=weight_decay)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda t: min(1.0, (t + 1) / warmup) if warmup else 1.0)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda t: min(1.0, (t + 1) / warmup) if warmup else 1.0
+    )
     hist = History()
 
     def log(t, loss):
@@ -137,7 +160,11 @@ def train_transformer(model: ModularTransformer, data, steps: int, lr: float, we
             model.eval()
             hist.steps.append(t)
             hist.train_acc.append(float((model(a_tr).argmax(-1) == y_tr).float().mean()))
-            hist.test_acc.append(float((model(a_te).argmax(-1) == y_te).float().mean()) if len(y_te) else float("nan"))
+            hist.test_acc.append(
+                float((model(a_te).argmax(-1) == y_te).float().mean())
+                if len(y_te)
+                else float("nan")
+            )
             hist.train_loss.append(loss)
             hist.kq_top4.append(float(top_power_fraction(model.attention_matrices(0)).mean()))
             model.train()

@@ -13,4 +13,5 @@ Shapes: a batch of prompts is ``X`` of shape ``(..., n, d)``, ``y`` of shape ``(
 transformer's state ``Z`` of shape ``(..., n+1, d+1)``. Everything here is device- and
 dtype-agnostic; the chapter works in float64.
 """
+
 from companions.looped import construction, experiments, symbolic, theory, training  # noqa: F401

@@ -12,7 +12,9 @@ from __future__ import annotations
 import torch
 
 
-def sample_prompts(trials: int, n: int, d: int, generator: torch.Generator, dtype=torch.float64, device="cpu"):
+def sample_prompts(
+    trials: int, n: int, d: int, generator: torch.Generator, dtype=torch.float64, device="cpu"
+):
     """``trials`` prompts of Section 8.6: ``X_ij ~ N(0, 1)``, ``theta*`` uniform on the unit sphere
     S^{d-1} (Definition 8.3), noise-free labels ``y = X theta*``. Returns ``(X, theta_star, y)``.
 
@@ -33,7 +35,9 @@ def causal_mask(n: int, dtype=torch.float64, device="cpu") -> torch.Tensor:
     return M
 
 
-def input_matrix(X: torch.Tensor, y: torch.Tensor, alpha, q0: torch.Tensor | None = None) -> torch.Tensor:
+def input_matrix(
+    X: torch.Tensor, y: torch.Tensor, alpha, q0: torch.Tensor | None = None
+) -> torch.Tensor:
     """``Z^(0) = [[X, y], [q0^T, alpha]]`` of Definition 8.5 (``q0 = 0`` by default)."""
     *batch, n, d = X.shape
     Z = X.new_zeros(*batch, n + 1, d + 1)
@@ -45,7 +49,9 @@ def input_matrix(X: torch.Tensor, y: torch.Tensor, alpha, q0: torch.Tensor | Non
     return Z
 
 
-def construction_weights(d: int, dtype=torch.float64, device="cpu") -> tuple[torch.Tensor, torch.Tensor]:
+def construction_weights(
+    d: int, dtype=torch.float64, device="cpu"
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``Q = I_{d+1}`` and ``P = blockdiag(I_d, 0)`` of Lemma 8.13."""
     Q = torch.eye(d + 1, dtype=dtype, device=device)
     P = torch.eye(d + 1, dtype=dtype, device=device)
@@ -80,12 +86,21 @@ def _per_loop(etas, loops: int | None, like: torch.Tensor) -> torch.Tensor:
     elif loops is not None and etas.shape[0] != loops:
         raise ValueError(f"parameter 'etas' has {etas.shape[0]} step sizes but 'loops' = {loops}")
     if not bool((etas > 0).all()):
-        raise ValueError("parameter 'etas' is not allowed: Definition 8.7 needs every step size eta^(t) > 0")
+        raise ValueError(
+            "parameter 'etas' is not allowed: Definition 8.7 needs every step size eta^(t) > 0"
+        )
     return etas
 
 
-def looped_transformer(Z0: torch.Tensor, Q: torch.Tensor, P: torch.Tensor, etas, loops: int | None = None,
-                       faithful: bool = True, trajectory: bool = False):
+def looped_transformer(
+    Z0: torch.Tensor,
+    Q: torch.Tensor,
+    P: torch.Tensor,
+    etas,
+    loops: int | None = None,
+    faithful: bool = True,
+    trajectory: bool = False,
+):
     """The linear looped transformer of Definition 8.7.
 
     ``Z^(t) = Z^(t-1) - eta^(t-1) Attn(Z^(t-1); Q, P)`` for ``t = 1..T`` and
@@ -108,8 +123,13 @@ def looped_transformer(Z0: torch.Tensor, Q: torch.Tensor, P: torch.Tensor, etas,
     return (torch.stack(outputs), Z) if trajectory else (-Z[..., n, :d], Z)
 
 
-def gradient_descent(X: torch.Tensor, y: torch.Tensor, etas, loops: int | None = None,
-                     theta0: torch.Tensor | None = None) -> torch.Tensor:
+def gradient_descent(
+    X: torch.Tensor,
+    y: torch.Tensor,
+    etas,
+    loops: int | None = None,
+    theta0: torch.Tensor | None = None,
+) -> torch.Tensor:
     """Gradient descent (8.2) on ``l(theta) = ||y - X theta||^2 / 2``, gradient (8.1).
     Returns every iterate, shape ``(T+1, ..., d)``."""
     etas = _per_loop(etas, loops, X)

@@ -1,5 +1,4 @@
-"""Figure 8.1: the experiment of Section 8.6, and the condition numbers the source reports.
-"""
+"""Figure 8.1: the experiment of Section 8.6, and the condition numbers the source reports."""
 
 from __future__ import annotations
 
@@ -32,12 +31,12 @@ class ConvergenceRun:
     with ``eta = 1/L`` (per prompt) and through plain GD."""
 
     n: int
-    kappa: torch.Tensor          # (trials,)
-    tf_sq: torch.Tensor          # (T+1, trials) ||theta_t - theta*||^2 from the transformer, normalised
-    gd_sq: torch.Tensor          # (T+1, trials) the same from plain GD (8.2)
-    exact_sq: torch.Tensor       # (T+1, trials) the same from the closed form (D1)
-    tf_err: torch.Tensor         # (T+1, trials) |<TF, theta*> - alpha|
-    exact_err: torch.Tensor      # (T+1, trials) the same from (D1)
+    kappa: torch.Tensor  # (trials,)
+    tf_sq: torch.Tensor  # (T+1, trials) ||theta_t - theta*||^2 from the transformer, normalised
+    gd_sq: torch.Tensor  # (T+1, trials) the same from plain GD (8.2)
+    exact_sq: torch.Tensor  # (T+1, trials) the same from the closed form (D1)
+    tf_err: torch.Tensor  # (T+1, trials) |<TF, theta*> - alpha|
+    exact_err: torch.Tensor  # (T+1, trials) the same from (D1)
     tf_minus_gd_per_loop: torch.Tensor  # (T+1,) max over trials of |TF/alpha - theta_GD|
 
     @property
@@ -50,20 +49,32 @@ class ConvergenceRun:
         return self.tf_sq > FLOAT64_FLOOR
 
 
-def convergence_run(n: int, d: int, loops: int, trials: int, alpha: float, generator: torch.Generator,
-                    dtype=torch.float64, device="cpu", faithful: bool = True) -> ConvergenceRun:
+def convergence_run(
+    n: int,
+    d: int,
+    loops: int,
+    trials: int,
+    alpha: float,
+    generator: torch.Generator,
+    dtype=torch.float64,
+    device="cpu",
+    faithful: bool = True,
+) -> ConvergenceRun:
     """Section 8.6 for one ``n``: Gaussian X, theta* on the sphere, q^(0) = 0, eta = 1/||X^T X||."""
     X, theta, y = sample_prompts(trials, n, d, generator, dtype, device)
     L = smoothness(X)
     etas = (1 / L).expand(loops, trials)
     Q, P = construction_weights(d, dtype, device)
-    outs, _ = looped_transformer(input_matrix(X, y, alpha), Q, P, etas, faithful=faithful, trajectory=True)
+    outs, _ = looped_transformer(
+        input_matrix(X, y, alpha), Q, P, etas, faithful=faithful, trajectory=True
+    )
     theta_tf = outs / alpha
     theta_gd = gradient_descent(X, y, etas)
     norm0 = (theta**2).sum(-1)  # ||theta^(0) - theta*||^2 with theta^(0) = 0
     exact_err, exact_sq = exact_error_curves(X, theta, alpha, 1 / L, loops)
     return ConvergenceRun(
-        n=n, kappa=condition_number(X).cpu(),
+        n=n,
+        kappa=condition_number(X).cpu(),
         tf_sq=(((theta_tf - theta) ** 2).sum(-1) / norm0).cpu(),
         gd_sq=(((theta_gd - theta) ** 2).sum(-1) / norm0).cpu(),
         exact_sq=(exact_sq / norm0).cpu(),
@@ -73,8 +84,16 @@ def convergence_run(n: int, d: int, loops: int, trials: int, alpha: float, gener
     )
 
 
-def kappa_distribution(n: int, d: int, draws: int, generator: torch.Generator, group: int = 10,
-                       dtype=torch.float64, device="cpu", max_elements: int = 2**24):
+def kappa_distribution(
+    n: int,
+    d: int,
+    draws: int,
+    generator: torch.Generator,
+    group: int = 10,
+    dtype=torch.float64,
+    device="cpu",
+    max_elements: int = 2**24,
+):
     """Condition numbers of ``draws`` Gaussian prompts, and the 5%-95% range of the mean of ``group``
     of them (the paper averages 10 trials). Returns ``(kappas, (q05, q95))``. Prompts are drawn in
     chunks of at most ``max_elements`` numbers, so memory stays bounded at any ``n``, ``d``."""

@@ -1,5 +1,4 @@
-"""Symbolic checks (sympy, exact) of Lemma 8.13, Theorem 8.14 and the strong-convexity identity.
-"""
+"""Symbolic checks (sympy, exact) of Lemma 8.13, Theorem 8.14 and the strong-convexity identity."""
 
 from __future__ import annotations
 
@@ -95,7 +94,12 @@ def symbolic_strong_convexity_identity(n: int = 3, d: int = 2) -> sp.Expr:
         return (r.T * r)[0, 0] / 2
 
     diff = X * (a - b)
-    return sp.expand(loss(g * a + (1 - g) * b) - g * loss(a) - (1 - g) * loss(b) + g * (1 - g) * (diff.T * diff)[0, 0] / 2)
+    return sp.expand(
+        loss(g * a + (1 - g) * b)
+        - g * loss(a)
+        - (1 - g) * loss(b)
+        + g * (1 - g) * (diff.T * diff)[0, 0] / 2
+    )
 
 
 def symbolic_gatmiry_threshold() -> dict:
@@ -105,6 +109,8 @@ def symbolic_gatmiry_threshold() -> dict:
     T, d, n = sp.symbols("T d n", positive=True)
     lhs = 8 * T * d**2 / sp.sqrt(n)
     n_min = 64 * T**2 * d**4 * 16**T
-    residual = sp.simplify(sp.powsimp(sp.expand_power_base(lhs.subs(n, n_min), force=True), force=True) - 2 ** (-2 * T))
+    residual = sp.simplify(
+        sp.powsimp(sp.expand_power_base(lhs.subs(n, n_min), force=True), force=True) - 2 ** (-2 * T)
+    )
     slope = sp.simplify(sp.diff(lhs, n))
     return {"residual": residual, "slope_negative": bool(sp.ask(sp.Q.negative(slope)))}

@@ -100,7 +100,11 @@ def fixed_step_rate(X: torch.Tensor, eta) -> torch.Tensor:
     """(D5) Per-prompt contraction factor ``max_i |1 - eta lambda_i|`` of GD with a fixed step:
     it converges iff this is < 1, i.e. iff ``0 < eta < 2 / lambda_max``."""
     eig = gram_eigenvalues(X)
-    return (1 - torch.as_tensor(eta, dtype=X.dtype, device=X.device).unsqueeze(-1) * eig).abs().amax(-1)
+    return (
+        (1 - torch.as_tensor(eta, dtype=X.dtype, device=X.device).unsqueeze(-1) * eig)
+        .abs()
+        .amax(-1)
+    )
 
 
 def null_space_error(X: torch.Tensor, theta_star: torch.Tensor, alpha=1.0) -> torch.Tensor:

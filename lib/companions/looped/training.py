@@ -1,5 +1,4 @@
-"""A trained looped transformer (exploratory; not in the source).
-"""
+"""A trained looped transformer (exploratory; not in the source)."""
 
 from __future__ import annotations
 
@@ -16,19 +15,33 @@ class LoopedLinearTransformer(torch.nn.Module):
     """Definition 8.7 with learnable Q, P shared by every loop and a fixed step size ``eta``.
     Uses the O(n d^2) last-row attention, equal to the masked form (checked in the chapter)."""
 
-    def __init__(self, d: int, eta: float, init_scale: float = 0.1, generator: torch.Generator | None = None,
-                 dtype=torch.float64):
+    def __init__(
+        self,
+        d: int,
+        eta: float,
+        init_scale: float = 0.1,
+        generator: torch.Generator | None = None,
+        dtype=torch.float64,
+    ):
         super().__init__()
         self.eta = eta
-        self.Q = torch.nn.Parameter(init_scale * torch.randn(d + 1, d + 1, generator=generator, dtype=dtype))
-        self.P = torch.nn.Parameter(init_scale * torch.randn(d + 1, d + 1, generator=generator, dtype=dtype))
+        self.Q = torch.nn.Parameter(
+            init_scale * torch.randn(d + 1, d + 1, generator=generator, dtype=dtype)
+        )
+        self.P = torch.nn.Parameter(
+            init_scale * torch.randn(d + 1, d + 1, generator=generator, dtype=dtype)
+        )
 
     def forward(self, Z0: torch.Tensor, loops: int, trajectory: bool = False):
-        out, _ = looped_transformer(Z0, self.Q, self.P, self.eta, loops=loops, faithful=False, trajectory=trajectory)
+        out, _ = looped_transformer(
+            Z0, self.Q, self.P, self.eta, loops=loops, faithful=False, trajectory=trajectory
+        )
         return out
 
 
-def sample_training_batch(batch: int, n: int, d: int, generator: torch.Generator, dtype=torch.float64, device="cpu"):
+def sample_training_batch(
+    batch: int, n: int, d: int, generator: torch.Generator, dtype=torch.float64, device="cpu"
+):
     """A batch of prompts with queries ``alpha ~ +-U[0.5, 2]``: returns ``(Z0, theta*, alpha)``."""
     X, theta, y = sample_prompts(batch, n, d, generator, dtype, device)
     sign = torch.where(torch.rand(batch, generator=generator) < 0.5, -1.0, 1.0).to(dtype)
@@ -42,12 +55,23 @@ def fixed_step_for_gaussian(n: int, d: int) -> float:
     return 1.0 / (math.sqrt(n) + math.sqrt(d)) ** 2
 
 
-def train_looped_transformer(d: int, n: int, loops: int, steps: int, batch: int, generator: torch.Generator,
-                             lr: float = 1e-2, device="cpu", desc: str = "looped TF"):
+def train_looped_transformer(
+    d: int,
+    n: int,
+    loops: int,
+    steps: int,
+    batch: int,
+    generator: torch.Generator,
+    lr: float = 1e-2,
+    device="cpu",
+    desc: str = "looped TF",
+):
     """Learn Q, P (shared by every loop, fixed step ``1/(sqrt n + sqrt d)^2``) by Adam on
     ``E(<TF(Z0), theta*> - alpha)^2`` with ``loops`` loops unrolled and a fresh batch every step.
     Returns ``(model, history)``."""
-    model = LoopedLinearTransformer(d, fixed_step_for_gaussian(n, d), generator=generator).to(device)
+    model = LoopedLinearTransformer(d, fixed_step_for_gaussian(n, d), generator=generator).to(
+        device
+    )
 
     def loss(step):
         Z0, theta, alpha = sample_training_batch(batch, n, d, generator, device=device)
@@ -66,11 +90,17 @@ def distance_to_construction(Q: torch.Tensor, P: torch.Tensor) -> dict:
     P0[d, d] = 0
     a = float((Q * eye).sum() / (eye * eye).sum())
     b = float((P * P0).sum() / (P0 * P0).sum())
-    return {"a": a, "b": b, "q_residual": float((Q - a * eye).norm() / Q.norm()),
-            "p_residual": float((P - b * P0).norm() / P.norm())}
+    return {
+        "a": a,
+        "b": b,
+        "q_residual": float((Q - a * eye).norm() / Q.norm()),
+        "p_residual": float((P - b * P0).norm() / P.norm()),
+    }
 
 
-def depth_curve(model_fn, Z0: torch.Tensor, theta: torch.Tensor, alpha: torch.Tensor, loops: int) -> torch.Tensor:
+def depth_curve(
+    model_fn, Z0: torch.Tensor, theta: torch.Tensor, alpha: torch.Tensor, loops: int
+) -> torch.Tensor:
     """Mean prediction error after 0..loops loops, for ``model_fn(Z0, loops, trajectory=True)``."""
     with torch.no_grad():
         outs = model_fn(Z0, loops, trajectory=True)
