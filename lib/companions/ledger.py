@@ -71,8 +71,9 @@ def find_root(start: str | os.PathLike | None = None) -> Path | None:
 
 
 def default_dir() -> Path:
-    """Where ledgers go when a chapter is not told: ``$BOOK_LEDGER_DIR``, else ``<root>/_build/ledger``
-    (so a book build gathers all chapters in one place), else ``./ledger``."""
+    """Where ledgers go when a chapter is not told: ``$BOOK_LEDGER_DIR``, else
+    ``<root>/_build/ledger`` (so a book build gathers all chapters in one place), else
+    ``./ledger``."""
     if os.environ.get(LEDGER_ENV):
         return Path(os.environ[LEDGER_ENV])
     root = find_root()
@@ -83,7 +84,8 @@ class Ledger:
     """Collects a chapter's claims and writes them as one JSON file.
 
     >>> led = Ledger(cfg)                       # cfg from companions.preset(...)
-    >>> led.check_close("gd-equals-tf", "Theorem 8.14", "identity", expected=0, observed=err, tolerance=1e-12)
+    >>> led.check_close("gd-equals-tf", "Theorem 8.14", "identity", expected=0, observed=err,
+    ...                 tolerance=1e-12)
     >>> led.finish()                            # writes, shows the table, raises if a check failed
     """
 
@@ -123,7 +125,8 @@ class Ledger:
         tolerance: Any = None,
         note: str = "",
     ) -> dict:
-        """A check whose truth the caller computed (``holds``) from ``expected`` and ``observed``."""
+        """A check whose truth the caller computed (``holds``) from ``expected`` and
+        ``observed``."""
         if kind not in CHECK_KINDS:
             raise ValueError(f"check kind must be one of {CHECK_KINDS}, not {kind!r}")
         return self._add(
@@ -188,7 +191,8 @@ class Ledger:
             status = "inconclusive"
             if not note.strip():
                 raise ValueError(
-                    f"claim {id!r} is inconclusive: its note must name the scale that would decide it"
+                    f"claim {id!r} is inconclusive: "
+                    "its note must name the scale that would decide it"
                 )
         else:
             status = "reproduced" if bool(agrees) else "differs"
@@ -248,7 +252,8 @@ class Ledger:
         if self.failed:
             names = ", ".join(f"{c['id']} ({c['source']})" for c in self.failed)
             raise ClaimFailed(
-                f"{len(self.failed)} claim(s) of chapter {self.chapter!r} failed: {names}. Ledger: {path}"
+                f"{len(self.failed)} claim(s) of chapter {self.chapter!r} failed: {names}. "
+                f"Ledger: {path}"
             )
         return path
 
@@ -292,7 +297,8 @@ def load(ledger_dir: str | os.PathLike | None = None) -> list[dict]:
         data = json.loads(path.read_text())
         if not isinstance(data, dict) or not {"chapter", "claims"} <= set(data):
             raise ValueError(
-                f"{path} is not a chapter ledger (it has no 'chapter' and 'claims'): move it out of {folder}"
+                f"{path} is not a chapter ledger (it has no 'chapter' and 'claims'): "
+                f"move it out of {folder}"
             )
         ledgers.append(data)
     return sorted(ledgers, key=lambda d: d["chapter"])

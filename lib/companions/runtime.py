@@ -24,7 +24,8 @@ def resolve_device(device: str = "auto") -> torch.device:
     if device == "cuda":
         if not torch.cuda.is_available():
             raise ValueError(
-                "parameter 'device' = 'cuda' is not allowed: no CUDA device is visible here; use 'auto' or 'cpu'"
+                "parameter 'device' = 'cuda' is not allowed: "
+                "no CUDA device is visible here; use 'auto' or 'cpu'"
             )
         return torch.device("cuda")
     raise ValueError(
@@ -67,7 +68,10 @@ class Runtime:
         return torch.as_tensor(data, dtype=self.dtype, device=self.device)
 
     def describe(self) -> str:
-        return f"device={self.device.type}, dtype={str(self.dtype).removeprefix('torch.')}, seed={self.seed}, torch {torch.__version__}"
+        return (
+            f"device={self.device.type}, dtype={str(self.dtype).removeprefix('torch.')}, "
+            f"seed={self.seed}, torch {torch.__version__}"
+        )
 
 
 def setup(device: str = "auto", seed: int = 0, dtype: str | torch.dtype = "float64") -> Runtime:

@@ -162,7 +162,8 @@ class Chapter:
             absent = set(self.params) - set(values)
             if unknown or absent:
                 raise ValueError(
-                    f"chapter {self.id!r}, preset {scale!r}: unknown {sorted(unknown)}, missing {sorted(absent)}"
+                    f"chapter {self.id!r}, preset {scale!r}: "
+                    f"unknown {sorted(unknown)}, missing {sorted(absent)}"
                 )
 
 
@@ -208,7 +209,8 @@ def resolve_scale(scale: str | None) -> str:
         scale = os.environ.get(SCALE_ENV) or "default"
         if scale not in SCALES:
             raise ValueError(
-                f"environment variable {SCALE_ENV} = {scale!r} is not allowed: expected one of {SCALES}"
+                f"environment variable {SCALE_ENV} = {scale!r} is not allowed: "
+                f"expected one of {SCALES}"
             )
     if scale not in SCALES:
         _fail("scale", scale, "one of " + ", ".join(repr(s) for s in SCALES))
@@ -274,7 +276,8 @@ def preset(chapter_id: str, scale: str | None = None, **overrides: Any) -> Confi
     unknown = sorted(set(overrides) - set(specs) - {"ledger_dir"})
     if unknown:
         raise ValueError(
-            f"parameter(s) {unknown} not known to chapter {chapter_id!r}: expected some of {sorted(specs)}"
+            f"parameter(s) {unknown} not known to chapter {chapter_id!r}: "
+            f"expected some of {sorted(specs)}"
         )
     values = {"device": "auto", "seed": 0, **chapter.presets[scale]}
     values.update({k: v for k, v in overrides.items() if v is not None and k != "ledger_dir"})

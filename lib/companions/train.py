@@ -52,7 +52,8 @@ def fit(
     optimizers = {"adam": torch.optim.Adam, "sgd": torch.optim.SGD}
     if optimizer not in optimizers:
         raise ValueError(
-            f"parameter 'optimizer' = {optimizer!r} is not allowed: expected one of {sorted(optimizers)}"
+            f"parameter 'optimizer' = {optimizer!r} is not allowed: "
+            f"expected one of {sorted(optimizers)}"
         )
     opt = optimizers[optimizer](params, lr=lr)
     history = History()

@@ -269,7 +269,8 @@ def test_assignment_grades_solution_full_blank_zero_and_one_wrong_answer(chapter
     bundle = assign.build_assignment(chapter_id, _notebook(chapter_id), tmp_path, scale="smoke")
     target = bundle.questions[len(bundle.questions) // 2]
     wrong_answer = assign.wrong_submission(bundle.solution, target.name, tmp_path / "wrong.ipynb")
-    # One after the other: in parallel, three kernels each running torch's threads oversubscribe 2 cores.
+    # One after the other: in parallel, three kernels each running torch's threads oversubscribe 2
+    # cores.
     full, blank, wrong = (
         assign.grade(bundle.autograder, submission)
         for submission in (bundle.solution, bundle.student, wrong_answer)

@@ -34,6 +34,7 @@ from urllib.parse import quote_plus, urljoin, urlparse
 import pytest
 
 import companions
+from companions.ledger import STATUSES
 from tests.book.test_chapters import toc_files  # the one reader of _toc.yml the tests share
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,7 +42,6 @@ HTML = Path(os.environ.get("BOOK_HTML_DIR") or ROOT / "_build" / "html")
 ARTIFACTS = Path(os.environ.get("BOOK_BROWSER_ARTIFACTS") or ROOT / "_build" / "browser")
 LEDGERS = Path(os.environ.get("BOOK_LEDGER_DIR") or ROOT / "_build" / "ledger")
 REQUIRED = os.environ.get("BOOK_BROWSER_REQUIRED", "") not in ("", "0")
-STATUSES = ("holds", "reproduced", "differs", "fails")
 THEOREM_BOXES = "div.proof.theorem, div.proof.lemma, div.proof.proposition, div.proof.corollary"
 CHROMIUM_FLAGS = (
     "--headless",
@@ -181,7 +181,8 @@ const start = Date.now();
     MathJax.startup.promise.then(() => done("ok"), (e) => done("MathJax failed: " + e));
   } else if (Date.now() - start > 20000) {
     done("MathJax never started (script " +
-         Array.from(document.scripts).map(s => s.src).filter(s => /mathjax/i.test(s)).join(", ") + ")");
+         Array.from(document.scripts).map(s => s.src)
+           .filter(s => /mathjax/i.test(s)).join(", ") + ")");
   } else { setTimeout(wait, 100); }
 })();
 """
@@ -196,7 +197,8 @@ for (const el of document.querySelectorAll("script[src], link[rel=stylesheet][hr
 }
 for (const e of performance.getEntriesByType("resource")) {
   const url = new URL(e.name);
-  if (url.origin !== origin && url.protocol !== "data:" && url.protocol !== "blob:") foreign.push(url.href);
+  if (url.origin !== origin && url.protocol !== "data:" && url.protocol !== "blob:")
+    foreign.push(url.href);
 }
 const imgs = Array.from(main.querySelectorAll("img"));
 const boxes = Array.from(document.querySelectorAll(arguments[0]));
@@ -206,7 +208,8 @@ return {
   title: document.title,
   theorem_titles: boxes.map(b => (b.querySelector(".admonition-title") || b).innerText.trim()),
   theorem_visible: boxes.filter(b => b.getBoundingClientRect().height > 0).length,
-  figures: imgs.filter(i => i.complete && i.naturalWidth > 0 && !i.closest(".companions-banner")).length,
+  figures: imgs.filter(i => i.complete && i.naturalWidth > 0 && !i.closest(".companions-banner"))
+               .length,
   broken_images: imgs.filter(i => i.complete && i.naturalWidth === 0).map(i => i.src),
   typeset: main.querySelectorAll("mjx-container").length,
   math_spans: math.length,
@@ -219,7 +222,8 @@ return {
   text: main.innerText,
   foreign: foreign,
   banner: (document.querySelector(".companions-banner") || {innerText: null}).innerText,
-  banner_links: Array.from(document.querySelectorAll(".companions-banner a")).map(a => [a.innerText, a.href]),
+  banner_links: Array.from(document.querySelectorAll(".companions-banner a"))
+                  .map(a => [a.innerText, a.href]),
   launch_links: Array.from(document.querySelectorAll("a")).map(a => a.href)
                   .filter(h => /colab\\.research\\.google\\.com|mybinder\\.org/.test(h)),
 };
@@ -350,8 +354,9 @@ def test_search_finds_a_theorem(browser, site, docname, chapter_id):
         finished = browser.execute_script(
             "const s = document.querySelector('.search-summary'); return s ? s.innerText : ''"
         )
-        # the summary is set when the search finishes ("found N page(s)"); wait for all N entries too, since
-        # the list is filled item by item and a search can be started twice (theme and Sphinx)
+        # the summary is set when the search finishes ("found N page(s)"); wait for all N entries
+        # too, since the list is filled item by item and a search can be started twice (theme and
+        # Sphinx)
         done = re.search(r"found (\d+)", finished)
         if (done and len(hrefs) >= int(done.group(1))) or "did not match" in finished:
             break

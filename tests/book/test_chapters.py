@@ -67,7 +67,6 @@ def declared_chapters() -> dict:
 TOC_FILES = toc_files()
 DECLARED = declared_chapters()
 CHAPTER_IDS = [DECLARED[f].id for f in TOC_FILES if f in DECLARED]
-HAS_LOOPED = (ROOT / "lib" / "companions" / "looped.py").is_file()
 
 
 def _notebook(chapter_id: str) -> Path:
@@ -149,7 +148,8 @@ def test_chapter_parameters_cell(chapter_id):
     assigned = _parameters_cell(_notebook(chapter_id))
     missing = [p for p in REQUIRED_PARAMETERS if p not in assigned]
     assert not missing, f"the parameters cell does not set {missing}"
-    # None lets $BOOK_SCALE / $BOOK_LEDGER_DIR choose during a book build (jupyter-book passes no parameters)
+    # None lets $BOOK_SCALE / $BOOK_LEDGER_DIR choose during a book build (jupyter-book passes no
+    # parameters)
     for name in ("scale", "ledger_dir"):
         assert isinstance(assigned[name], ast.Constant) and assigned[name].value is None, (
             f"'{name}' must default to None in the parameters cell"
@@ -233,14 +233,15 @@ def test_chapter_runs_at_smoke_scale(smoke_runs, chapter_id):
     assert not failed, f"claims fail: {failed}"
 
 
-#: One redraw of a tqdm text bar, e.g. "training seed 0:  40%|####      | 600/1500 [00:04<00:06, 140.2it/s]".
+#: One redraw of a tqdm text bar, e.g.
+#: "training seed 0:  40%|####      | 600/1500 [00:04<00:06, 140.2it/s]".
 PROGRESS_BAR = re.compile(r"^[^|\n]*\d+%\|[^|]*\| *\d+/\d+ \[[^\]]*\]$")
 
 
 @pytest.mark.parametrize("chapter_id", CHAPTER_IDS)
 def test_chapter_writes_nothing_to_stderr_but_progress_bars(smoke_runs, chapter_id):
-    """The book build hides a chapter's stderr (its progress bars); any other stderr output, such as a
-    warning, must not hide there, so it fails here."""
+    """The book build hides a chapter's stderr (its progress bars); any other stderr output, such as
+    a warning, must not hide there, so it fails here."""
     executed, _ = smoke_runs(chapter_id)
     nb = nbformat.read(str(executed), as_version=4)
     stray = [
@@ -318,7 +319,6 @@ def test_ledger_page_gathers_every_chapter(smoke_runs, tmp_path):
 # ---------------------------------------------------------------------------------------------
 # Parameters of the first chapter are validated with clear messages
 # ---------------------------------------------------------------------------------------------
-@pytest.mark.skipif(not HAS_LOOPED, reason="lib/companions/looped.py is not written yet")
 def test_looped_bad_parameters_are_named():
     with pytest.raises(ValueError, match="n_values"):
         companions.preset("looped-gd", "smoke", n_values=[0])

@@ -19,7 +19,6 @@ from companions import scale as S
 from companions.book import cli
 
 ROOT = Path(__file__).resolve().parents[2]
-HAS_LOOPED = (ROOT / "lib" / "companions" / "looped.py").is_file()
 CHAPTER_ID = "_test-cli-chapter"
 
 
@@ -44,7 +43,8 @@ S.register_chapter(S.Chapter(
     id={id!r}, title="A tiny chapter for the CLI tests", notebook={notebook!r},
     params={{"k": S.Int(1, 10, doc="a knob"), "fail": S.Int(0, 1, doc="1 makes a check fail"),
              "sizes": S.ListOf(S.Int(1), doc="a list knob")}},
-    presets={{"smoke": {{"k": 1, "fail": 0, "sizes": [1]}}, "default": {{"k": 2, "fail": 0, "sizes": [1, 2]}},
+    presets={{"smoke": {{"k": 1, "fail": 0, "sizes": [1]}},
+             "default": {{"k": 2, "fail": 0, "sizes": [1, 2]}},
              "paper": {{"k": 3, "fail": 0, "sizes": [1, 2, 3]}}}}))
 """
 
@@ -81,11 +81,12 @@ import sys
 
 {declaration}
 import companions
-cfg = companions.preset({id!r}, scale, device=device, seed=seed, ledger_dir=ledger_dir, k=k, fail=fail, sizes=sizes)
+cfg = companions.preset({id!r}, scale, device=device, seed=seed, ledger_dir=ledger_dir, k=k,
+                        fail=fail, sizes=sizes)
 led = companions.Ledger(cfg)
 led.check("k-is-positive", "Lemma 0", "identity", cfg.k > 0, expected="> 0", observed=cfg.k)
-led.check("runs-in-its-folder", "Lemma 0", "identity", os.getcwd() == {folder!r}, expected={folder!r},
-          observed=os.getcwd())
+led.check("runs-in-its-folder", "Lemma 0", "identity", os.getcwd() == {folder!r},
+          expected={folder!r}, observed=os.getcwd())
 led.compare("a-reproduction", "Table 0", 1.0, 1.5, agrees=False, note="a finding, not a failure")
 led.check("asked-to-fail", "Lemma 1", "prediction", cfg.fail == 0, expected=0, observed=cfg.fail)
 led.finish()
@@ -156,7 +157,6 @@ def test_no_subcommand_is_a_usage_error(tmp_path):
 # ---------------------------------------------------------------------------------------------
 # list
 # ---------------------------------------------------------------------------------------------
-@pytest.mark.skipif(not HAS_LOOPED, reason="lib/companions/looped.py is not written yet")
 def test_list_shows_the_looped_chapter(tmp_path):
     result = companions_cli("list", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
@@ -186,7 +186,6 @@ def test_list_shows_every_registered_chapter(tiny_chapter, capsys):
 # ---------------------------------------------------------------------------------------------
 # run: bad parameters stop before anything is written
 # ---------------------------------------------------------------------------------------------
-@pytest.mark.skipif(not HAS_LOOPED, reason="lib/companions/looped.py is not written yet")
 @pytest.mark.parametrize(
     "args, named",
     [
@@ -419,7 +418,7 @@ def test_ledger_exits_1_when_a_claim_fails(tmp_path):
     _write_ledger(tmp_path / "led", "beta", ["holds", "fails"])
     result = companions_cli("ledger", "--dir", str(tmp_path / "led"), cwd=tmp_path)
     assert result.returncode == 1
-    assert "| beta | smoke | cpu | 0 | 1.0 | 2 | 1 | 0 | 0 | 1 |" in result.stdout
+    assert "| beta | smoke | cpu | 0 | 1.0 | 2 | 1 | 0 | 0 | 0 | 1 |" in result.stdout
     assert "beta/claim-1" in result.stderr
 
 

@@ -55,8 +55,10 @@ def test_library_and_tests_pass_lint():
 def test_chapter_cells_are_formatted(chapter_notebooks):
     result = _ruff("format", "--check", ".", cwd=chapter_notebooks)
     assert result.returncode == 0, (
-        "reformat the chapters' cells with `jupytext --pipe 'ruff format -' book/<part>/<chapter>.md`:"
-        "\n" + result.stdout + result.stderr
+        "reformat the chapters' cells with "
+        "`jupytext --pipe 'ruff format -' book/<part>/<chapter>.md`:\n"
+        + result.stdout
+        + result.stderr
     )
 
 

@@ -1,6 +1,7 @@
-"""The book's Sphinx extensions (``companions.book.sphinx_ledger``, ``companions.book.sphinx_reader``), on a
-small Sphinx project built in a temporary folder: no chapter is executed here; a ``source-read``
-hook stands in for myst-nb's execution and writes the chapter's ledger while the page is read."""
+"""The book's Sphinx extensions (``companions.book.sphinx_ledger``,
+``companions.book.sphinx_reader``), on a small Sphinx project built in a temporary folder: no
+chapter is executed here; a ``source-read`` hook stands in for myst-nb's execution and writes the
+chapter's ledger while the page is read."""
 
 from __future__ import annotations
 
@@ -159,7 +160,13 @@ def test_ledger_page_is_read_last_and_always():
 
 
 def test_status_counts_and_ledger_dir(tmp_path, monkeypatch):
-    assert SL.status_counts(LEDGER) == {"holds": 3, "reproduced": 1, "differs": 1, "fails": 0}
+    assert SL.status_counts(LEDGER) == {
+        "holds": 3,
+        "reproduced": 1,
+        "differs": 1,
+        "inconclusive": 0,
+        "fails": 0,
+    }
     monkeypatch.delenv("BOOK_LEDGER_DIR", raising=False)
     (tmp_path / "_toc.yml").write_text("root: x\n")
     (tmp_path / "book").mkdir()
@@ -194,7 +201,7 @@ def test_banner_summary_notebook_and_mathjax(tmp_path, monkeypatch, demo_chapter
     page = (html / f"{CHAPTER_DOC}.html").read_text()
     banner = _text(page[page.index("companions-banner") : page.index("Some maths")])
     assert "Rendered at scale smoke (the test scale" in banner and "on cpu , seed 3" in banner
-    assert "5 claims: 3 holds , 1 reproduced , 1 differs , 0 fails" in banner
+    assert "5 claims: 3 holds , 1 reproduced , 1 differs , 0 inconclusive , 0 fails" in banner
     assert page.index("companions-banner") > page.index("<h1"), "the banner sits under the title"
     assert 'href="../../_notebooks/book/part/chap.ipynb"' in page
     assert (
@@ -207,8 +214,8 @@ def test_banner_summary_notebook_and_mathjax(tmp_path, monkeypatch, demo_chapter
 
     intro = _text((html / "book" / "intro.html").read_text())
     assert (
-        "chapter scale device claims holds reproduced differs fails A demo chapter smoke cpu 5 3 1 1 0"
-        in intro
+        "chapter scale device claims holds reproduced "
+        "differs inconclusive fails A demo chapter smoke cpu 5 3 1 1 0 0" in intro
     )
 
     nb = nbformat.read(str(html / "_notebooks" / f"{CHAPTER_DOC}.ipynb"), as_version=4)

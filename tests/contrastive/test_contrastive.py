@@ -341,7 +341,8 @@ def test_by_config_groups_repeats_by_config_index():
 
 
 def test_minority_alignment_uses_the_minority_columns():
-    """Catches Figures 2-3 statistics taken over the majority columns, or without the absolute value."""
+    """Catches Figures 2-3 statistics taken over the majority columns, or without the absolute
+    value."""
     C = torch.zeros(1, 3, 4, dtype=torch.float64)
     C[0, 0, 2], C[0, 1, 3], C[0, 2, 3], C[0, 2, 0] = -0.9, 0.2, 0.5, 1.0
     n03, cmax = cmet.minority_alignment(C, n_maj=2)

@@ -1,5 +1,5 @@
-"""Unit tests of companions.contrastive.pruning ([001] Algorithm 1, eq. (5), Theorem 3.2, Appendix F):
-each one fails on a plausible wrong implementation."""
+"""Unit tests of companions.contrastive.pruning ([001] Algorithm 1, eq. (5), Theorem 3.2, Appendix
+F): each one fails on a plausible wrong implementation."""
 
 import math
 import re
@@ -32,7 +32,8 @@ def _setup(**kw):
 
 
 def _aligned_weights(M, norms, feats, noise=0.0, seed=0):
-    """``w_i = norms[r, i] M_{feats[r, i]} + noise``: neurons with known norm and dominant feature."""
+    """``w_i = norms[r, i] M_{feats[r, i]} + noise``: neurons with known norm and dominant
+    feature."""
     R, d1, _ = M.shape
     cols = M.transpose(-1, -2)[torch.arange(R)[:, None], torch.as_tensor(feats)]  # (R, m, d1)
     W = torch.as_tensor(norms, dtype=torch.float64)[..., None] * cols
@@ -45,7 +46,8 @@ def _aligned_weights(M, norms, feats, noise=0.0, seed=0):
 
 
 def test_magnitude_mask_prunes_the_floor_alpha_m_smallest_norms():
-    """Catches pruning the largest norms, ceil/round instead of floor, or one global top-k across runs."""
+    """Catches pruning the largest norms, ceil/round instead of floor, or one global top-k across
+    runs."""
     m, d1 = 10, 12
     norms = torch.tensor(
         [
@@ -108,7 +110,8 @@ def _batch_and_weights(s, R=2, seed=0, wscale=0.5):
 
 
 def _eq5_by_hand(W, b, batch, s, mask):
-    """Eq. (5) written out: g_i = (1/K) sum_k [sum_k' (P_mask[k,k'] - 1[k=k']) h_i(Y_k')] grad h_i(X_k)."""
+    """Eq. (5) written out: g_i = (1/K) sum_k [sum_k' (P_mask[k,k'] - 1[k=k']) h_i(Y_k')] grad
+    h_i(X_k)."""
     L = s.L
     px, py = batch.x @ W.transpose(-1, -2), batch.y @ W.transpose(-1, -2)  # (R, K, m)
     hx = L * (torch.relu(px - b[:, None]) - torch.relu(-px - b[:, None]))
@@ -139,8 +142,8 @@ def test_all_ones_mask_equals_no_mask():
 
 @pytest.mark.parametrize("kw", [dict(), dict(n_neg=3), dict(grad_scale="standard", tau=0.7)])
 def test_masked_gradient_is_eq5_by_hand(kw):
-    """Catches straight-through masking (zero gradient for pruned neurons), masked neuron factors, or masked
-    logits not used (P from the full model), against eq. (5) written out at b = 0."""
+    """Catches straight-through masking (zero gradient for pruned neurons), masked neuron factors,
+    or masked logits not used (P from the full model), against eq. (5) written out at b = 0."""
     s = _setup(**kw)
     _, batch, W = _batch_and_weights(s)
     b = torch.zeros(2, s.m, dtype=torch.float64)
@@ -153,7 +156,8 @@ def test_masked_gradient_is_eq5_by_hand(kw):
     # a pruned neuron keeps a full-size gradient (not straight-through)
     for r, i in ((0, 1), (0, 4), (1, 0)):
         assert float(g[r, i].norm()) > 1e-3 * float(g[r].norm(dim=-1).max())
-    # straight-through: the gradient of the masked loss; it vanishes on pruned neurons, so differs from (5)
+    # straight-through: the gradient of the masked loss; it vanishes on pruned neurons, so differs
+    # from (5)
     Wg = W.clone().requires_grad_(True)
     hx = cm.features(Wg, batch.x, b, s.L, mask=mask)
     hy = cm.features(Wg, batch.y, b, s.L, mask=mask).detach()
@@ -170,7 +174,8 @@ def test_masked_gradient_is_eq5_by_hand(kw):
 
 
 def test_masked_gradient_eq5_with_a_bias():
-    """Catches neuron factors taken from the masked model, or the bias ignored, when b > 0 (BReLU active)."""
+    """Catches neuron factors taken from the masked model, or the bias ignored, when b > 0 (BReLU
+    active)."""
     s = _setup()
     _, batch, W = _batch_and_weights(s, wscale=0.5)
     b = torch.full((2, s.m), 0.15, dtype=torch.float64)
@@ -186,8 +191,8 @@ def test_masked_gradient_eq5_with_a_bias():
 
 
 def test_pruner_magnitude_start_every_and_log():
-    """Catches masking before `start`, recomputing the mask every step despite `every`, step numbering
-    relative to 0 instead of `start`, or a log with wrong ids / dominant features."""
+    """Catches masking before `start`, recomputing the mask every step despite `every`, step
+    numbering relative to 0 instead of `start`, or a log with wrong ids / dominant features."""
     R, m, d1, d = 2, 8, 20, 4
     M = cd.dictionary(R, d1, d, gen())
     feats = torch.tensor([[0, 1, 2, 3, 0, 1, 2, 3], [3, 2, 1, 0, 3, 2, 1, 0]])
@@ -214,7 +219,8 @@ def test_pruner_magnitude_start_every_and_log():
 
 
 def test_pruner_every_one_times_pruned():
-    """Catches a times_pruned that counts steps or runs wrong when the pruned set moves every step."""
+    """Catches a times_pruned that counts steps or runs wrong when the pruned set moves every
+    step."""
     R, m, d1 = 2, 6, 10
     M = cd.dictionary(R, d1, 3, gen())
     p = pr.Pruner(alpha=0.34, every=1)  # floor(2.04) = 2
@@ -229,7 +235,8 @@ def test_pruner_every_one_times_pruned():
 
 
 def test_pruner_oracle_is_the_fixed_complement():
-    """Catches an oracle mask that keeps (instead of prunes) the oracle set or follows the weights."""
+    """Catches an oracle mask that keeps (instead of prunes) the oracle set or follows the
+    weights."""
     R, m, d1 = 2, 6, 10
     M = cd.dictionary(R, d1, 3, gen())
     oracle = torch.zeros(R, m, dtype=torch.bool)
@@ -256,14 +263,15 @@ def test_pruner_oracle_is_the_fixed_complement():
     ],
 )
 def test_pruner_bad_parameters_raise(kw, name):
-    """Catches a Pruner that accepts an unknown rule, an oracle rule without its set, or a negative start."""
+    """Catches a Pruner that accepts an unknown rule, an oracle rule without its set, or a negative
+    start."""
     with pytest.raises(ValueError, match=name):
         pr.Pruner(**kw)
 
 
 def test_prunelog_categories_hand_built():
-    """Catches majority / minority swapped (dominant >= n_maj is minority), unaligned neurons counted as
-    aligned, or fractions normalised per step instead of per pruned neuron-step."""
+    """Catches majority / minority swapped (dominant >= n_maj is minority), unaligned neurons
+    counted as aligned, or fractions normalised per step instead of per pruned neuron-step."""
     R, m, d1, d, n_maj = 2, 6, 20, 4, 2
     M = cd.dictionary(R, d1, d, gen())
     # run 0: neuron 0 -> minority feature 3, neuron 1 -> majority feature 0, neuron 2 unaligned
@@ -288,7 +296,8 @@ def test_prunelog_categories_hand_built():
 
 
 def test_prunelog_ragged_oracle_counts_only_pruned_neurons():
-    """Catches a log that, for runs with fewer pruned neurons than others, records kept neurons as pruned."""
+    """Catches a log that, for runs with fewer pruned neurons than others, records kept neurons as
+    pruned."""
     R, m, d1 = 2, 5, 10
     M = cd.dictionary(R, d1, 3, gen())
     W = torch.randn(R, m, d1, generator=gen(1), dtype=torch.float64)
@@ -348,7 +357,8 @@ def checkpoint():
 
 
 def test_resume_is_reproducible_and_continues_the_step_count(checkpoint):
-    """Catches a resume that restarts the step count at 0, ignores the generator, or re-initialises W."""
+    """Catches a resume that restarts the step count at 0, ignores the generator, or re-initialises
+    W."""
     s, ck = checkpoint
     a = tr.resume(s, ck, 15, gen(5), progress=False, log_every=5)
     b = tr.resume(s, ck, 15, gen(5), progress=False, log_every=5)
@@ -380,7 +390,8 @@ def test_resume_leaves_the_checkpoint_untouched(checkpoint):
 
 
 def test_resume_passes_absolute_steps_to_the_mask_hook(checkpoint):
-    """Catches step numbers passed to `masks` relative to the resume point (a Pruner start never reached)."""
+    """Catches step numbers passed to `masks` relative to the resume point (a Pruner start never
+    reached)."""
     s, ck = checkpoint
     seen = []
 
@@ -396,8 +407,8 @@ def test_resume_passes_absolute_steps_to_the_mask_hook(checkpoint):
 
 
 def test_resume_with_oracle_pruning_grows_the_pruned_projection_faster():
-    """Catches eq. (5) implemented as straight-through (pruned neurons frozen) or as no-op masking: pruning
-    the j* specialists must speed up their own growth along M_{j*} (Theorem 3.2 (a))."""
+    """Catches eq. (5) implemented as straight-through (pruned neurons frozen) or as no-op masking:
+    pruning the j* specialists must speed up their own growth along M_{j*} (Theorem 3.2 (a))."""
     s = tr.Setup(
         d=6,
         n_maj=3,
@@ -458,7 +469,8 @@ def test_first_order_logit_change_matches_finite_difference(n_neg):
 
 
 def test_softmax_derivatives_symbolic_gaps_vanish():
-    """Catches a wrong (207): every gap between sympy's derivative and the stated form must simplify to 0."""
+    """Catches a wrong (207): every gap between sympy's derivative and the stated form must simplify
+    to 0."""
     for n in (1, 2, 3):
         gap_p, gaps_s = th.softmax_derivatives_symbolic(n)
         assert (
@@ -492,7 +504,8 @@ def _hist_like(R=2, d1=30, d=4, n_maj=2, m=8, eps_min=0.3, scale=0.8, noise=0.05
 
 
 def test_logit_effect_empty_pruned_set_changes_nothing():
-    """Catches a masked branch that differs from the full model when P is empty, or a nonzero (211) at dS = 0."""
+    """Catches a masked branch that differs from the full model when P is empty, or a nonzero (211)
+    at dS = 0."""
     s, hist, _ = _hist_like()
     R = hist.W.shape[0]
     out = pr.logit_effect(
@@ -509,8 +522,9 @@ def test_logit_effect_empty_pruned_set_changes_nothing():
 
 
 def test_logit_effect_first_order_matches_actual_and_lemma_f2():
-    """Catches a (211) with the wrong scale (e.g. missing the 1 - (1 - shrink)^2 factor or 1/tau), and a
-    D1 / D2 split by the wrong feature: pruning j*'s specialists raises E[1 - ell'_p] on D1 (Lemma F.2)."""
+    """Catches a (211) with the wrong scale (e.g. missing the 1 - (1 - shrink)^2 factor or 1/tau),
+    and a D1 / D2 split by the wrong feature: pruning j*'s specialists raises E[1 - ell'_p] on D1
+    (Lemma F.2)."""
     s, hist, feats = _hist_like()
     s = tr.Setup(**{**s.__dict__, "tau": 0.8})
     feature = torch.tensor([3, 2])
@@ -528,7 +542,8 @@ def test_logit_effect_first_order_matches_actual_and_lemma_f2():
 
 
 def test_logit_effect_frac_d1_is_the_activation_probability():
-    """Catches a D1 indicator read from the wrong feature axis or from the signed code (cancelling tokens)."""
+    """Catches a D1 indicator read from the wrong feature axis or from the signed code (cancelling
+    tokens)."""
     s, hist, feats = _hist_like(eps_min=0.4)
     feature = torch.tensor([2, 1])  # minority (p = 0.2) in run 0, majority (p = 0.5) in run 1
     batches = 30
@@ -542,8 +557,8 @@ def test_logit_effect_frac_d1_is_the_activation_probability():
 
 
 def test_linear_pair_moment_matches_monte_carlo():
-    """Catches a (196) with kappa_j missing, <w_i, M_j> not squared, or a sum over the wrong neurons; and a
-    nonzero negative-pair moment (Lemma F.1 (b))."""
+    """Catches a (196) with kappa_j missing, <w_i, M_j> not squared, or a sum over the wrong
+    neurons; and a nonzero negative-pair moment (Lemma F.1 (b))."""
     s, hist, feats = _hist_like(noise=0.1)
     feature = torch.tensor([3, 0])
     pruned = (feats == feature[:, None]) | (torch.arange(s.m) == 1)[None]
@@ -566,7 +581,8 @@ def test_linear_pair_moment_matches_monte_carlo():
 
 
 def test_pruned_projection_and_log_growth():
-    """Catches a projection averaged over all neurons instead of P, or a growth rate not per step."""
+    """Catches a projection averaged over all neurons instead of P, or a growth rate not per
+    step."""
     T, R, m, d = 3, 2, 4, 3
     A = torch.zeros(T, R, m, d)
     A[:, :, :, 1] = torch.tensor([1.0, 2.0, 4.0])[:, None, None] * torch.arange(1.0, m + 1)
@@ -587,7 +603,8 @@ def test_pruned_projection_and_log_growth():
 
 
 def test_f4_symbolic_and_times():
-    """Catches a wrong elapsed time in F.4, swapped linear / geometric times, or a wrong rate formula."""
+    """Catches a wrong elapsed time in F.4, swapped linear / geometric times, or a wrong rate
+    formula."""
     gap1, gap2, T, r, syms = th.f4_elapsed_time_symbolic()
     assert sp.simplify(gap1) == 0 and sp.simplify(gap2) == 0
     lin, geo = th.f4_times(1.0, 0.2, 0.01)
@@ -635,8 +652,8 @@ def test_table2_is_transcribed_from_the_seed():
 
 
 def test_table2_rows_and_claims():
-    """Catches a gain computed the wrong way round, a monotonicity test with the wrong comparison, or a
-    count of Delta20 reductions that includes ties / increases."""
+    """Catches a gain computed the wrong way round, a monotonicity test with the wrong comparison,
+    or a count of Delta20 reductions that includes ties / increases."""
     assert len(pr.TABLE_2) == 8
     rows = {(r["dataset"], r["rho"]): r for r in pr.table2_rows()}
     assert rows[("CIFAR10-LT", 50)]["gain"] == 8.02
@@ -650,7 +667,8 @@ def test_table2_rows_and_claims():
 
 
 def test_table2_claims_on_a_hand_built_table(monkeypatch):
-    """Catches a strict monotonicity test (equal gains are not a fall) or ties counted as Delta20 reductions."""
+    """Catches a strict monotonicity test (equal gains are not a fall) or ties counted as Delta20
+    reductions."""
     table = (
         ("A", 1, 50.0, None, 51.0, None, 2.0, None, 2.0, None),
         ("A", 10, 50.0, 1.0, 51.0, 1.0, 3.0, 1.0, 2.5, 1.0),
@@ -671,7 +689,8 @@ def test_table2_claims_on_a_hand_built_table(monkeypatch):
 
 
 def test_minority_rule_prunes_the_most_minority_aligned_neurons():
-    """Catches a 'minority' rule that ranks by the wrong subspace, the wrong direction, or ignores n_maj."""
+    """Catches a 'minority' rule that ranks by the wrong subspace, the wrong direction, or ignores
+    n_maj."""
     d1, d, n_maj = 20, 4, 2
     M = torch.eye(d1, dtype=torch.float64)[:, :d][None]  # M_j = e_j
     W = torch.zeros(1, 5, d1, dtype=torch.float64)
@@ -692,8 +711,8 @@ def test_minority_rule_prunes_the_most_minority_aligned_neurons():
 
 @pytest.mark.parametrize("attention", ["uniform", "softmax"])
 def test_eq5_gradient_written_out_matches_the_training_step(attention):
-    """Catches a training step (or a written-out eq. (5)) that masks h_i, drops the activation indicators, or
-    takes the logits from the full model."""
+    """Catches a training step (or a written-out eq. (5)) that masks h_i, drops the activation
+    indicators, or takes the logits from the full model."""
     g = gen(11)
     s = tr.Setup(
         d1=40,

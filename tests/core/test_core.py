@@ -24,7 +24,10 @@ CHAPTER_ID = "_test-chapter"
 
 def _sizes_fit_n(p):
     if p["n"] < len(p["sizes"]):
-        return f"parameter 'n' = {p['n']} is not allowed: it must be at least len(sizes) = {len(p['sizes'])}"
+        return (
+            f"parameter 'n' = {p['n']} is not allowed: "
+            f"it must be at least len(sizes) = {len(p['sizes'])}"
+        )
     return None
 
 
@@ -532,7 +535,8 @@ def test_gathered_counts(tmp_path):
         if r.startswith("| a-chapter") or r.startswith("| b-chapter")
     ]
     cells = [[c.strip() for c in r.strip("|").split("|")] for r in rows]
-    # chapter | scale | device | seed | wall s | claims | holds | reproduced | differs | inconclusive | fails
+    # chapter | scale | device | seed | wall s | claims | holds | reproduced | differs |
+    # inconclusive | fails
     assert cells[0] == ["a-chapter", "paper", "cuda", "1", "1.5", "3", "2", "1", "0", "0", "0"]
     assert cells[1] == ["b-chapter", "smoke", "cpu", "0", "2.0", "4", "1", "0", "1", "1", "1"]
     claim_rows = [

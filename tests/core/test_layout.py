@@ -169,11 +169,14 @@ def test_discovery_imports_the_listed_chapters_modules_and_no_machinery():
 
 
 def test_discovery_follows_the_explicit_list(monkeypatch):
-    """A topic left out of TOPICS is not imported: discovery does not walk the package."""
+    """Discovery imports exactly ``companions.<topic>.chapters`` for the topics listed: a topic
+    left out of TOPICS is not imported (discovery does not walk the package)."""
+    imported = []
     monkeypatch.setattr(scale, "_DISCOVERED", False)
-    monkeypatch.setattr(scale, "_REGISTRY", {})
-    monkeypatch.setattr(scale, "TOPICS", ("looped",))
-    assert sorted(scale.chapters()) == ["looped-gd"]
+    monkeypatch.setattr(scale.importlib, "import_module", imported.append)
+    monkeypatch.setattr(scale, "TOPICS", ("looped", "fourier"))
+    scale.chapters()
+    assert imported == ["companions.looped.chapters", "companions.fourier.chapters"]
 
 
 def test_core_and_topics_use_only_declared_dependencies():

@@ -1,4 +1,5 @@
-"""Unit tests of companions.emergence (Shi, Wei & Liang 2022; dissertation Chapter 2, Appendix A)."""
+"""Unit tests of companions.emergence (Shi, Wei & Liang 2022; dissertation Chapter 2, Appendix
+A)."""
 
 from __future__ import annotations
 
@@ -290,7 +291,8 @@ def test_sample_gradient_terms_match_population_on_support():
 
     dist = data.parity_mixture(12, 8, 3, Fraction(1, 2), _gen())
     grid, prob = dist.support()
-    # sample = the support repeated in proportion to its probabilities (exact when all are multiples of 1/N)
+    # sample = the support repeated in proportion to its probabilities (exact when all are multiples
+    # of 1/N)
     counts = (prob * 2**14).round().long()
     assert int(counts.sum()) == 2**14
     X = dist.inputs(grid).repeat_interleave(counts, dim=0)

@@ -175,7 +175,8 @@ def test_masked_neurons_stay_zero_and_runs_are_independent():
     run = ftr.train(5, 2, [3, 8], 30, 0.05, g, lam=1e-3, log_every=10, progress=False)
     assert torch.all(run.U[0, 3:] == 0) and torch.all(run.W[0, 3:] == 0)
     assert bool((run.U[1, 3:] != 0).any())
-    # a run trained alone from the same initialization gives the same parameters (runs do not interact)
+    # a run trained alone from the same initialization gives the same parameters (runs do not
+    # interact)
     U0, W0 = run.U0[1:2].clone(), run.W0[1:2].clone()
     U, W = U0.clone().requires_grad_(True), W0.clone().requires_grad_(True)
     opt = torch.optim.Adam([U, W], lr=0.05)

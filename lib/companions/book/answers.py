@@ -13,9 +13,9 @@ import sympy as sp
 
 def same_expression(answer, expected, samples: int = 5, tolerance: float = 1e-9) -> bool:
     """Whether a student's sympy expression equals ``expected``: symbols are matched by name
-    (so ``Symbol('kappa')`` and ``Symbol('kappa', positive=True)`` are the same), then the difference
-    is simplified; if sympy cannot decide, it is evaluated at random points in [1.5, 3.5] (where a
-    symbol that cancels, as in ``p*x/p``, cannot change the value)."""
+    (so ``Symbol('kappa')`` and ``Symbol('kappa', positive=True)`` are the same), then the
+    difference is simplified; if sympy cannot decide, it is evaluated at random points in [1.5, 3.5]
+    (where a symbol that cancels, as in ``p*x/p``, cannot change the value)."""
     try:
         answer = sp.sympify(answer)
     except (sp.SympifyError, TypeError):

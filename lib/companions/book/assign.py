@@ -65,7 +65,8 @@ INTERPRETATION_PROMPT = "_Explain your answer in a markdown cell below this one.
 
 
 class AssignmentError(ValueError):
-    """A chapter's graded questions are malformed; the message names the chapter and the question."""
+    """A chapter's graded questions are malformed; the message names the chapter and the
+    question."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -367,14 +368,15 @@ def _reassemble(block: _Block) -> str:
     return f"```{{{block.kind}}} {block.args}\n{options}\n{block.text}\n```"
 
 
-# -- otter ------------------------------------------------------------------------------------------
+# -- otter -----------------------------------------------------------------------------------------
 def _otter(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     done = subprocess.run(
         [sys.executable, "-m", "otter", *args], cwd=cwd, capture_output=True, text=True
     )
     if done.returncode != 0:
         raise RuntimeError(
-            f"otter {args[0]} failed (exit {done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+            f"otter {args[0]} failed (exit {done.returncode}):\n"
+            f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
         )
     return done
 
@@ -397,7 +399,8 @@ def build_assignment(
     chapter: str, source: str | Path, out_dir: str | Path, scale: str | None = "smoke"
 ) -> Bundle:
     """Build ``<out_dir>/<chapter>/``: ``master.ipynb`` (otter's input, with solutions and tests),
-    ``solution/<chapter>.ipynb`` (a submission with every answer filled in), ``student/<chapter>.ipynb`` and ``autograder/<chapter>-autograder.zip``. Built in a temporary
+    ``solution/<chapter>.ipynb`` (a submission with every answer filled in),
+    ``student/<chapter>.ipynb`` and ``autograder/<chapter>-autograder.zip``. Built in a temporary
     folder and moved into place, so a failure leaves nothing half-written."""
     nb = read_chapter(source)
     master = master_notebook(nb, chapter, scale)

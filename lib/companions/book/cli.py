@@ -1,4 +1,5 @@
-"""Command line of the book: ``python -m companions list | run | ledger | assign | grade | student-edition``.
+"""Command line of the book:
+``python -m companions list | run | ledger | assign | grade | student-edition``.
 
 ``run`` validates every parameter with :func:`companions.preset` before anything is written, then
 converts the chapter's MyST notebook to ``.ipynb`` with jupytext and executes it with papermill in
@@ -29,7 +30,8 @@ examples:
   python -m companions run looped-gd --scale smoke --device cpu
   python -m companions run looped-gd --scale paper --device auto -p n_values "[16, 32]" -p d 4
   python -m companions ledger --dir runs/looped-gd-smoke-20260101-120000
-  python -m companions assign --all                  # assignments/<chapter>/{student,solution,autograder}
+  python -m companions assign --all                  \
+# assignments/<chapter>/{student,solution,autograder}
   python -m companions grade looped-gd submission.ipynb
   python -m companions student-edition               # the book without solutions, _build/student/
 
@@ -92,7 +94,8 @@ def notebook_source(chapter_id: str) -> Path:
         path = path.with_name(path.name + ".md")
     if not path.is_file():
         raise FileNotFoundError(
-            f"chapter {chapter_id!r} declares notebook {chapter.notebook!r}, but {path} does not exist"
+            f"chapter {chapter_id!r} declares notebook {chapter.notebook!r}, "
+            f"but {path} does not exist"
         )
     return path
 
@@ -109,7 +112,8 @@ def validate(
     reserved = sorted(set(params) & set(RESERVED))
     if reserved:
         raise ValueError(
-            f"parameter(s) {reserved} cannot be passed with -p: use --scale, --device, --seed and --out"
+            f"parameter(s) {reserved} cannot be passed with -p: "
+            "use --scale, --device, --seed and --out"
         )
     cfg = scale_mod.preset(chapter_id, scale, device=device, seed=seed, **params)
     if cfg["device"] == "cuda":
@@ -180,7 +184,8 @@ def execute_chapter(
             )
     except PapermillExecutionError as err:
         raise ChapterExecutionError(
-            f"chapter {chapter_id!r} stopped in cell [{err.exec_count}] with {err.ename}: {err.evalue}\n"
+            f"chapter {chapter_id!r} stopped in cell "
+            f"[{err.exec_count}] with {err.ename}: {err.evalue}\n"
             f"The executed notebook, up to the failing cell, is {executed}"
             + (f"\nThe chapter's ledger is {ledger_path}" if ledger_path.is_file() else ""),
             executed,
@@ -190,7 +195,8 @@ def execute_chapter(
         _record_source(executed, source)
     if not ledger_path.is_file():
         raise ChapterExecutionError(
-            f"chapter {chapter_id!r} ran but wrote no ledger at {ledger_path}: does it call Ledger(cfg).finish()?",
+            f"chapter {chapter_id!r} ran but wrote no ledger at {ledger_path}: "
+            "does it call Ledger(cfg).finish()?",
             executed,
             ledger_path,
         )
@@ -230,7 +236,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(f"{chapter.id}: {chapter.title}")
         print(f"  notebook: {chapter.notebook}")
         print(
-            f"  common:   scale: one of {', '.join(scale_mod.SCALES)} (default: ${scale_mod.SCALE_ENV} or 'default')"
+            f"  common:   scale: one of {', '.join(scale_mod.SCALES)} (default: "
+            f"${scale_mod.SCALE_ENV} or 'default')"
         )
         for name, spec in scale_mod.COMMON.items():
             print(
@@ -336,7 +343,8 @@ def _chapters_with_questions(
             skipped.append(chapter_id)
         else:
             raise ValueError(
-                f"chapter {chapter_id!r} has no graded question (see the README's 'Teaching' section)"
+                f"chapter {chapter_id!r} has no graded question "
+                "(see the README's 'Teaching' section)"
             )
     return chosen, skipped
 
@@ -347,7 +355,8 @@ def cmd_assign(args: argparse.Namespace) -> int:
     try:
         if args.scale not in scale_mod.SCALES:
             raise ValueError(
-                f"parameter 'scale' = {args.scale!r} is not allowed: one of {', '.join(scale_mod.SCALES)}"
+                f"parameter 'scale' = {args.scale!r} is not allowed: "
+                f"one of {', '.join(scale_mod.SCALES)}"
             )
         chosen, skipped = _chapters_with_questions(args.chapters, args.all)
     except (ValueError, FileNotFoundError, assign.AssignmentError) as err:
@@ -359,7 +368,8 @@ def cmd_assign(args: argparse.Namespace) -> int:
         bundle = assign.build_assignment(chapter_id, source, args.out, scale=args.scale)
         points = sum(q.points for q in bundle.questions)
         print(
-            f"{chapter_id}: {len(bundle.questions)} graded questions, {points:g} points, at scale {args.scale!r}"
+            f"{chapter_id}: {len(bundle.questions)} graded questions, "
+            f"{points:g} points, at scale {args.scale!r}"
         )
         for label, path in (
             ("student notebook", bundle.student),
@@ -376,7 +386,8 @@ def cmd_grade(args: argparse.Namespace) -> int:
     autograder = Path(args.bundle) / args.chapter / "autograder" / f"{args.chapter}-autograder.zip"
     if not autograder.is_file():
         print(
-            f"error: no autograder at {autograder}: build it with 'python -m companions assign {args.chapter}'",
+            f"error: no autograder at {autograder}: "
+            f"build it with 'python -m companions assign {args.chapter}'",
             file=sys.stderr,
         )
         return 2
@@ -469,7 +480,10 @@ def build_parser() -> argparse.ArgumentParser:
     p_run.add_argument(
         "--scale",
         default=None,
-        help=f"one of {', '.join(scale_mod.SCALES)} (default: ${scale_mod.SCALE_ENV}, else 'default')",
+        help=(
+            f"one of {', '.join(scale_mod.SCALES)} (default: "
+            f"${scale_mod.SCALE_ENV}, else 'default')"
+        ),
     )
     p_run.add_argument(
         "--device", default="auto", help="auto (CUDA where present), cpu or cuda (default: auto)"
@@ -486,7 +500,10 @@ def build_parser() -> argparse.ArgumentParser:
     p_run.add_argument(
         "--out",
         default=None,
-        help="output folder (default: runs/<chapter>-<scale>-<YYYYmmdd-HHMMSS> under the current folder)",
+        help=(
+            "output folder (default: "
+            "runs/<chapter>-<scale>-<YYYYmmdd-HHMMSS> under the current folder)"
+        ),
     )
     p_run.add_argument("--quiet", action="store_true", help="no progress bar")
     p_run.set_defaults(func=cmd_run)
@@ -497,7 +514,10 @@ def build_parser() -> argparse.ArgumentParser:
     p_led.add_argument(
         "--dir",
         default=None,
-        help=f"folder of <chapter>.json ledgers (default: ${ledger_mod.LEDGER_ENV}, else <root>/_build/ledger)",
+        help=(
+            "folder of <chapter>.json ledgers (default: "
+            f"${ledger_mod.LEDGER_ENV}, else <root>/_build/ledger)"
+        ),
     )
     p_led.set_defaults(func=cmd_ledger)
 

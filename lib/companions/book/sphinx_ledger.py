@@ -8,8 +8,8 @@
    read from ``<ledger dir>/<chapter>.json``, which the chapter wrote while the book executed it
    (myst-nb runs the notebook in the read phase, just before ``doctree-read``). A ledger missing or
    older than that execution is a warning (an error under ``-W``): the banner would misreport.
-   With :mod:`companions.book.sphinx_reader` loaded, the banner also links the chapter's notebook and
-   its Colab and Binder launches.
+   With :mod:`companions.book.sphinx_reader` loaded, the banner also links the chapter's notebook
+   and its Colab and Binder launches.
 3. The ``ledger-summary`` directive (used by the introduction) renders one row per chapter of the
    book with its scale, device and claim counts, filled in after every chapter has run; a page that
    uses it is always re-read.
@@ -262,7 +262,8 @@ class LedgerSummary(SphinxDirective):
 
 
 def summary_rows(app) -> list[tuple[str, str, dict | None]]:
-    """``(docname, chapter id, ledger or None)`` for every chapter page of this book, in toc order."""
+    """``(docname, chapter id, ledger or None)`` for every chapter page of this book, in toc
+    order."""
     chapters = chapter_docs()
     order = {doc: i for i, doc in enumerate(getattr(app.env, "companions_toc_order", []))}
     docs = sorted(

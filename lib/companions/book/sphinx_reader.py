@@ -25,6 +25,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 from pathlib import Path
 from urllib.parse import quote
@@ -80,7 +81,8 @@ def _ignore_other_bundles(folder, names):
 
 
 def copy_mathjax(outdir: str | Path) -> Path | None:
-    """Copy MathJax into ``<outdir>/_static/mathjax``; returns the target, or None without MathJax."""
+    """Copy MathJax into ``<outdir>/_static/mathjax``; returns the target, or None without
+    MathJax."""
     source = mathjax_source()
     if source is None:
         return None
@@ -103,13 +105,31 @@ def repository(app) -> tuple[str, str, str] | None:
     return url, parts[0], parts[1].removesuffix(".git")
 
 
-def setup_cell_source(repo_url: str | None) -> str:
-    target = f"companions @ git+{repo_url}" if repo_url else "companions"
+#: Environment variable naming what a downloaded notebook installs instead of the package from the
+#: book's repository: a local path or any pip requirement (a book that is not published yet).
+PACKAGE_ENV = "BOOK_PACKAGE"
+
+
+def package_requirement(repo_url: str | None) -> str:
+    """The pip requirement a downloaded notebook installs: ``$BOOK_PACKAGE`` if set, else the
+    package from the book's repository. It brings the package's declared dependencies only, which
+    are what running a chapter needs (``pyproject.toml``); building and grading are the ``book``
+    extra."""
+    override = os.environ.get(PACKAGE_ENV, "").strip()
+    if override:
+        return override
+    return f"companions @ git+{repo_url}" if repo_url else "companions"
+
+
+def setup_cell_source(requirement: str) -> str:
+    """The notebook's first code cell: install ``requirement`` where ``companions`` is missing."""
     return (
-        "# Added by the book's build: on Colab, or anywhere the book's library is missing, install it.\n"
+        "# Added by the book's build: on Colab, or anywhere the book's library is missing,\n"
+        "# install it with what running a chapter needs.\n"
         "import importlib.util, subprocess, sys\n"
         'if importlib.util.find_spec("companions") is None:\n'
-        f'    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", {target!r}])'
+        '    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", '
+        f"{requirement!r}])"
     )
 
 
@@ -120,7 +140,8 @@ def chapter_notebook(source: str | Path, repo_url: str | None = None):
 
     nb = jupytext.read(str(source))
     nb.metadata.pop("jupytext", None)
-    cell = nbformat.v4.new_code_cell(setup_cell_source(repo_url), metadata={"tags": [SETUP_TAG]})
+    setup = setup_cell_source(package_requirement(repo_url))
+    cell = nbformat.v4.new_code_cell(setup, metadata={"tags": [SETUP_TAG]})
     at = 1 if nb.cells and nb.cells[0].cell_type == "markdown" else 0
     nb.cells.insert(at, cell)
     for c in nb.cells:  # jupytext gives no ids; nbformat 4.5 wants them

@@ -8,8 +8,8 @@ Zhang, Wang, Zhang ("[001]", ``liao2025pruning``). Modules:
 * ``training`` -- InfoNCE with StopGrad and weight decay, vectorised over runs
 * ``theory``   -- closed forms (Stage 1 rates, T1, Definition B.1 probabilities, sympy derivations)
 * ``metrics``  -- neuron statistics and the evaluations of [001] Appendix A.2
-* ``pruning``  -- [001] Algorithm 1 as a mask hook, its log, the oracle sets of Appendix F, Lemmas F.1-F.2
-  measured, Table 2
+* ``pruning``  -- [001] Algorithm 1 as a mask hook, its log, the oracle sets of Appendix F, Lemmas
+  F.1-F.2 measured, Table 2
 * ``chapters`` -- the chapters' parameters and presets
 """
 

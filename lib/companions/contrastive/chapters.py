@@ -1,8 +1,8 @@
 """The part's chapters: ids, parameters (with the reason for each default) and presets.
 
 Presets: ``smoke`` (< 60 s on 2 cores), ``default`` (the rendered book, <= 2.5 min), ``paper`` (the
-sizes of [001] Appendix A.2: ``d1 = 500``, 100 repeats; ``d = 9`` of [001] Exp. 5 and [000] Fig. 1; ``m = 30``
-of [000] Fig. 1, since [001] gives no m; a GPU is expected).
+sizes of [001] Appendix A.2: ``d1 = 500``, 100 repeats; ``d = 9`` of [001] Exp. 5 and [000] Fig. 1;
+``m = 30`` of [000] Fig. 1, since [001] gives no m; a GPU is expected).
 """
 
 from __future__ import annotations
@@ -25,7 +25,10 @@ DATA = {
         0,
         1,
         low_open=True,
-        doc="activation probability of a feature with eps = 1 (theory: loglog d / d, too small at d = 9)",
+        doc=(
+            "activation probability of a feature with eps = 1 (theory: "
+            "loglog d / d, too small at d = 9)"
+        ),
     ),
     "mag_low": Float(
         0, 1, high_open=True, doc="token magnitudes |z| ~ U[mag_low, 1] (Assumption 3.2: |z| <= 1)"
@@ -34,7 +37,10 @@ DATA = {
         0,
         1,
         low_open=True,
-        doc="augmentation: probability that a token of a view carries an active feature (>= 1 token)",
+        doc=(
+            "augmentation: probability that a token of a view carries an active feature "
+            "(>= 1 token)"
+        ),
     ),
     "nsr": Float(0, 1000, doc="noise-to-signal ratio sigma^2 d1 ([001] A.2)"),
     "m": Int(
@@ -57,7 +63,10 @@ TRAIN = {
     "tau": Float(0, 1e6, low_open=True, doc="InfoNCE temperature"),
     "grad_scale": Choice(
         ("paper", "standard"),
-        doc="'paper': the update of eq (21) (= tau x true gradient); 'standard': the true gradient of (1)",
+        doc=(
+            "'paper': the update of eq (21) (= tau x true gradient); "
+            "'standard': the true gradient of (1)"
+        ),
     ),
     "eta": Float(0, 100, low_open=True, doc="learning rate"),
     "lam": Float(0, 1, doc="weight decay lambda (decoupled: w <- (1 - eta lam) w - eta g)"),
@@ -105,19 +114,32 @@ def _check(p):
     if p["d1"] <= p["d"]:
         return f"parameter 'd1' = {p['d1']} is not allowed: expected d1 > d = {p['d']}"
     if p["eps_min"] > p["eps_max"]:
-        return f"parameter 'eps_min' = {p['eps_min']} is not allowed: expected eps_min <= eps_max = {p['eps_max']}"
+        return (
+            f"parameter 'eps_min' = {p['eps_min']} is not allowed: "
+            f"expected eps_min <= eps_max = {p['eps_max']}"
+        )
     if "K" in p and p["n_neg"] > p["K"] - 1:
-        return f"parameter 'n_neg' = {p['n_neg']} is not allowed: expected n_neg <= K - 1 = {p['K'] - 1} (0 means K - 1)"
+        return (
+            f"parameter 'n_neg' = {p['n_neg']} is not allowed: "
+            f"expected n_neg <= K - 1 = {p['K'] - 1} (0 means K - 1)"
+        )
     for key in ("sweep_eps", "exp34_eps", "accel_eps"):
         if key in p and max(p[key]) > p["eps_max"]:
-            return f"parameter '{key}' = {list(p[key])} is not allowed: every value must be <= eps_max = {p['eps_max']}"
+            return (
+                f"parameter '{key}' = {list(p[key])} is not allowed: "
+                f"every value must be <= eps_max = {p['eps_max']}"
+            )
     if "alpha" in p and int(p["alpha"] * min(list(p.get("m_grid", [])) + [p["m"]]) + 1e-9) < 1:
         return (
-            f"parameter 'alpha' = {p['alpha']} is not allowed: floor(alpha m) must be >= 1 for every width "
+            f"parameter 'alpha' = {p['alpha']} is not allowed: "
+            "floor(alpha m) must be >= 1 for every width "
             f"(m = {p['m']}, m_grid = {list(p.get('m_grid', []))}); Appendix F asks alpha >= 1/m"
         )
     if "d_grid" in p and min(p["d_grid"]) < 3:
-        return f"parameter 'd_grid' = {list(p['d_grid'])} is not allowed: every d must be >= 3 (loglog d > 0)"
+        return (
+            f"parameter 'd_grid' = {list(p['d_grid'])} is not allowed: "
+            "every d must be >= 3 (loglog d > 0)"
+        )
     return None
 
 
@@ -171,7 +193,8 @@ _DATA = dict(
     gamma=0.01,
 )
 # tau = 1 and the paper's gradient convention (c_tau = 1); eta = 0.02 and sigma0 = 1e-3 put T1 near
-# 50 steps; lam = 1e-3 is small against the feature rates (2.25 eps per unit eta) but keeps norms bounded.
+# 50 steps; lam = 1e-3 is small against the feature rates (2.25 eps per unit eta) but keeps norms
+# bounded.
 _TRAIN = dict(
     sigma0=1e-3,
     K=128,
@@ -383,7 +406,10 @@ PRUNING = register_chapter(
             "every": Int(
                 1,
                 10_000_000,
-                doc="steps between mask updates (Algorithm 1: 1, 'at each iteration'; the text: 'at each epoch')",
+                doc=(
+                    "steps between mask updates (Algorithm 1: 1, "
+                    "'at each iteration'; the text: 'at each epoch')"
+                ),
             ),
             "warm_steps": Int(
                 1,

@@ -11,16 +11,18 @@ data on every device.
 
 Choices the papers leave open, each a named parameter (defaults and reasons):
 
-* ``p0`` -- activation probability of a feature with ``eps = 1``: ``Pr(z_j != 0) = min(1, p0 eps_j)``.
-  The theory's ``Theta(loglog d / d)`` is 0.087 at ``d = 9``, which leaves most samples empty; the
-  default 0.25 gives about ``sum_j p_j = 1.25``-2.25 active features per sample.
+* ``p0`` -- activation probability of a feature with ``eps = 1``:
+  ``Pr(z_j != 0) = min(1, p0 eps_j)``. The theory's ``Theta(loglog d / d)`` is 0.087 at ``d = 9``,
+  which leaves most samples empty; the default 0.25 gives about ``sum_j p_j = 1.25``-2.25 active
+  features per sample.
 * ``mag_low`` -- token magnitudes ``|z| ~ U[mag_low, 1]`` (Assumption 3.2 bounds ``|z| <= 1``); 0.5
   keeps every active feature clearly above zero.
 * ``token_q`` -- the augmentation: each view draws, independently, which tokens carry an active
   feature (Bernoulli(``token_q``) conditioned on at least one) and the magnitudes per token; support
   and sign are shared by the pair (Assumption 3.4). The default 1 puts every active feature in every
   token.
-* noise ``xi ~ N(0, sigma^2 I)`` per token and view with ``sigma^2 = nsr / d1`` ([001] A.2: NSR = sigma^2 d1).
+* noise ``xi ~ N(0, sigma^2 I)`` per token and view with ``sigma^2 = nsr / d1`` ([001] A.2:
+  NSR = sigma^2 d1).
 * negatives: in-batch (the other pairs' second views), independent of the anchor as Assumption 3.4
   requires; ``n_neg`` of them per anchor (see ``training.py``).
 """
@@ -62,9 +64,11 @@ def expected_tokens(L: int, q: float) -> float:
 def kappa(eps, p0: float, L: int, mag_low: float, q: float = 1.0):
     """The positive-pair moment of feature ``j`` for this generator:
     ``kappa_j = E[<u_Y, M_j><u_X, M_j>] = p_j (E N)^2 (E|z|)^2``, with ``u_X = sum_l x^(l)`` and
-    ``N`` the number of tokens carrying the feature. With uniform attention ``hat z_j = L sum_l z_j^(l)``
-    (eq (193)), so eq (281) / [000](68), ``E[hat z_j hat z_j^+] = eps_j L^2 C_z loglog d / d``, reads
-    ``kappa_j = eps_j C_z loglog d / d``: this defines ``C_z`` for the generator (see :func:`c_z`)."""
+    ``N`` the number of tokens carrying the feature. With uniform attention
+    ``hat z_j = L sum_l z_j^(l)`` (eq (193)), so eq (281) / [000](68),
+    ``E[hat z_j hat z_j^+] = eps_j L^2 C_z loglog d / d``, reads
+    ``kappa_j = eps_j C_z loglog d / d``: this defines ``C_z`` for the generator (see
+    :func:`c_z`)."""
     return activation_probs(eps, p0) * (expected_tokens(L, q) * mean_magnitude(mag_low)) ** 2
 
 
@@ -99,7 +103,8 @@ class Batch:
 
 
 def _token_presence(shape, L: int, q: float, generator) -> torch.Tensor:
-    """Bernoulli(q) token indicators ``(..., L, d)`` conditioned on at least one token (exact law)."""
+    """Bernoulli(q) token indicators ``(..., L, d)`` conditioned on at least one token (exact
+    law)."""
     tok = torch.rand(*shape[:-1], L, shape[-1], generator=generator, device=generator.device) < q
     empty = ~tok.any(-2)
     while bool(empty.any()):  # redraw the empty columns only: exact conditioning on N >= 1
@@ -149,15 +154,16 @@ def sample_batch(
     pooled: bool = True,
     noise_dtype=torch.float32,
 ) -> Batch:
-    """``K`` positive pairs per run of eq (6): ``x^(l) = M z^(l) + xi^(l)``, ``xi ~ N(0, sigma^2 I)``.
+    """``K`` positive pairs per run of eq (6): ``x^(l) = M z^(l) + xi^(l)``,
+    ``xi ~ N(0, sigma^2 I)``.
 
     ``sigma``: per-run noise standard deviation ``(R,)``. With ``pooled=True`` the token mean
-    ``(1/L) sum_l x^(l) = M zbar + xibar``, ``xibar ~ N(0, sigma^2/L I)``, is drawn directly (the same
-    law, ``L`` times fewer Gaussian draws); that is all uniform attention sees.
+    ``(1/L) sum_l x^(l) = M zbar + xibar``, ``xibar ~ N(0, sigma^2/L I)``, is drawn directly (the
+    same law, ``L`` times fewer Gaussian draws); that is all uniform attention sees.
 
-    ``noise_dtype``: precision of the Gaussian draws, which dominate the cost of a step. float32 draws
-    (about 5 times cheaper on a CPU) are cast to ``M``'s dtype; a 24-bit rounding of each sample changes
-    no statistic this book measures, and all arithmetic stays in ``M``'s dtype."""
+    ``noise_dtype``: precision of the Gaussian draws, which dominate the cost of a step. float32
+    draws (about 5 times cheaper on a CPU) are cast to ``M``'s dtype; a 24-bit rounding of each
+    sample changes no statistic this book measures, and all arithmetic stays in ``M``'s dtype."""
     R, d1, d = M.shape
     dev, dt, gdev = M.device, M.dtype, generator.device
     zx, zy = sample_latents(probs, K, L, mag_low, q, generator)

@@ -9,15 +9,15 @@ Conventions (named where the papers leave a choice):
 * empirical pure neuron for ``j``: ``cos^2_ij >= 0.5`` and ``cos^2_ij' <= 0.1`` for ``j' != j``;
   mixed neuron: two or more features with ``cos^2 >= 0.1`` ([001] Experiment 5 calls a neuron with
   0.13 / 0.18 / 0.15 "mixed").
-* Figure 4: cosine of ``f(X), f(Y)`` over test pairs, 0 when either embedding is 0 (a pair without an
-  active feature gives ``f = 0`` once the bias is on); the fraction of such pairs is reported.
+* Figure 4: cosine of ``f(X), f(Y)`` over test pairs, 0 when either embedding is 0 (a pair without
+  an active feature gives ``f = 0`` once the bias is on); the fraction of such pairs is reported.
 * Figure 5: the regression target is unstated (parameter ``target``). Default ``"mean"``:
-  ``y = (1/L) sum_l z^(l)`` of the first view (the signed mean latent code, in ``R^d``), the quantity
-  the sparse-coding model says the representation should recover; ``"support"``: the indicators
-  ``1[z_j != 0]`` (which features are present, sign-free). Fitted by ridge least squares (``1e-6``) with an intercept
-  on ``f(X)``; the test MSE is averaged over coordinates, and ``1 - R^2`` is given on the minority
-  coordinates alone (the raw MSE of an unlearned minority coordinate grows with its variance, i.e.
-  with ``eps_min``).
+  ``y = (1/L) sum_l z^(l)`` of the first view (the signed mean latent code, in ``R^d``), the
+  quantity the sparse-coding model says the representation should recover; ``"support"``: the
+  indicators ``1[z_j != 0]`` (which features are present, sign-free). Fitted by ridge least squares
+  (``1e-6``) with an intercept on ``f(X)``; the test MSE is averaged over coordinates, and
+  ``1 - R^2`` is given on the minority coordinates alone (the raw MSE of an unlearned minority
+  coordinate grows with its variance, i.e. with ``eps_min``).
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ from companions.contrastive import model as cmodel
 
 
 def n_aligned(C: torch.Tensor, threshold: float = 0.3) -> torch.Tensor:
-    """``#{i : |cos_ij| >= threshold}`` per run and feature: ``C`` is ``(R, m, d)`` -> ``(R, d)``."""
+    """``#{i : |cos_ij| >= threshold}`` per run and feature: ``C`` is ``(R, m, d)``
+    -> ``(R, d)``."""
     return (C.abs() >= threshold).sum(-2)
 
 
@@ -39,15 +40,16 @@ def max_alignment(C: torch.Tensor) -> torch.Tensor:
 
 
 def minority_alignment(C: torch.Tensor, n_maj: int):
-    """Figures 2-3 per run, averaged over the minority features (columns ``n_maj..d-1`` of the cosines
-    ``C``, ``(R, m, d)``): ``(mean n_aligned (R,), mean max_alignment (R,))``."""
+    """Figures 2-3 per run, averaged over the minority features (columns ``n_maj..d-1`` of the
+    cosines ``C``, ``(R, m, d)``): ``(mean n_aligned (R,), mean max_alignment (R,))``."""
     Cs = C[..., n_maj:].abs()
     return n_aligned(Cs).double().mean(-1), max_alignment(Cs).mean(-1)
 
 
 def by_config(values: torch.Tensor, config_index: torch.Tensor, n_configs: int):
-    """Mean and standard deviation over the repeats of each configuration of a sweep (``data.run_grid``'s
-    ``config_index``): two ``(n_configs,)`` tensors; the deviation is 0 with a single repeat."""
+    """Mean and standard deviation over the repeats of each configuration of a sweep
+    (``data.run_grid``'s ``config_index``): two ``(n_configs,)`` tensors; the deviation is 0 with a
+    single repeat."""
     v = torch.stack([values[config_index == c] for c in range(n_configs)])  # (configs, repeats)
     return v.mean(-1), v.std(-1) if v.shape[-1] > 1 else torch.zeros(n_configs, dtype=v.dtype)
 
@@ -71,9 +73,9 @@ def empirical_n_i(C2: torch.Tensor, lo: float = 0.1) -> torch.Tensor:
 
 @torch.no_grad()
 def embed_pairs(hist, s, n: int, generator: torch.Generator):
-    """Embeddings of ``n`` fresh positive pairs per run with the final weights and biases: ``(hx, hy,
-    zx)``; the data use each run's own dictionary, frequencies and noise ("we keep the feature space
-    identical", [001] Experiment 3)."""
+    """Embeddings of ``n`` fresh positive pairs per run with the final weights and biases:
+    ``(hx, hy, zx)``; the data use each run's own dictionary, frequencies and noise ("we keep the
+    feature space identical", [001] Experiment 3)."""
     M = hist.M.to(hist.W.dtype)
     batch = cdata.sample_batch(
         M, hist.probs, hist.sigma, n, s.L, s.mag_low, s.token_q, generator, pooled=s.pooled
@@ -106,8 +108,8 @@ def regression_target(z: torch.Tensor, target: str = "mean") -> torch.Tensor:
 def regression_mse(
     h_train, z_train, h_test, z_test, n_maj: int, ridge: float = 1e-6, target: str = "mean"
 ):
-    """Figure 5: ridge least squares from ``f(X)`` (plus intercept) to ``y = mean_l z^(l)``, per run.
-    Returns ``(mse_all (R,), one_minus_r2_minority (R,))`` on the test pairs."""
+    """Figure 5: ridge least squares from ``f(X)`` (plus intercept) to ``y = mean_l z^(l)``, per
+    run. Returns ``(mse_all (R,), one_minus_r2_minority (R,))`` on the test pairs."""
 
     def design(h):
         return torch.cat([h, torch.ones(*h.shape[:-1], 1, dtype=h.dtype, device=h.device)], dim=-1)
@@ -142,9 +144,10 @@ def evaluate_runs(
     target: str = "mean",
 ):
     """Experiments 3-4 for the runs ``runs`` (a slice), ``chunk`` runs at a time on ``device``:
-    ``(test_cosine, zero_fraction, mse, one_minus_r2_minority)``, each ``(len(runs),)``. The test and
-    training pairs of every chunk come from generators on ``device`` seeded with ``test_seed`` ("a fixed
-    test seed"); on CUDA that keeps the paper scale's ``runs x 5000 x d1`` draws off the CPU."""
+    ``(test_cosine, zero_fraction, mse, one_minus_r2_minority)``, each ``(len(runs),)``. The test
+    and training pairs of every chunk come from generators on ``device`` seeded with ``test_seed``
+    ("a fixed test seed"); on CUDA that keeps the paper scale's ``runs x 5000 x d1`` draws off the
+    CPU."""
     idx = torch.arange(len(hist.W))[runs]
     outs = []
     for k in range(0, len(idx), chunk):

@@ -7,9 +7,9 @@ layer weights to identity matrices"; [001] Algorithm 1 initialises them to I and
 
 ``attention`` (a named choice, the papers give no score scaling):
 
-* ``"uniform"`` (default) -- every query attends equally to all tokens (``delta = 1`` in Lemma E.7), so
-  each attention output is the token mean and ``h_i = L BReLU_b(<w_i, xbar>)``. The closed forms of
-  Stage 1 are exact for it, and it costs ``L`` times less.
+* ``"uniform"`` (default) -- every query attends equally to all tokens (``delta = 1`` in Lemma E.7),
+  so each attention output is the token mean and ``h_i = L BReLU_b(<w_i, xbar>)``. The closed forms
+  of Stage 1 are exact for it, and it costs ``L`` times less.
 * ``"softmax"`` -- scores ``att_scale <x^(r), x^(l)>``, softmax over ``l``.
 
 Every weight tensor has a leading run dimension: ``W`` is ``(R, m, d1)``, ``b`` is ``(R, m)``.
@@ -54,7 +54,8 @@ def attention_output(tokens: torch.Tensor, att_scale: float) -> torch.Tensor:
 
 
 def preactivations(W: torch.Tensor, views: torch.Tensor, att_scale: float = 0.0) -> torch.Tensor:
-    """``<w_i, Attn(...)_r>``: ``(R, K, m)`` for pooled views (uniform attention), else ``(R, K, L, m)``."""
+    """``<w_i, Attn(...)_r>``: ``(R, K, m)`` for pooled views (uniform attention), else
+    ``(R, K, L, m)``."""
     if views.dim() == 3:
         return views @ W.transpose(-1, -2)
     Z = attention_output(views, att_scale)
@@ -69,9 +70,9 @@ def features(
     att_scale: float = 0.0,
     mask: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """The embedding ``f(X) = (h_1..h_m)``, ``(R, K, m)`` (eq (4)). Pooled views carry the token mean,
-    whose attention output is the same for every query, so the sum over ``L`` queries is ``L`` times
-    one term."""
+    """The embedding ``f(X) = (h_1..h_m)``, ``(R, K, m)`` (eq (4)). Pooled views carry the token
+    mean, whose attention output is the same for every query, so the sum over ``L`` queries is ``L``
+    times one term."""
     s = preactivations(W, views, att_scale)
     if views.dim() == 3:
         h = L * brelu(s, b[:, None, :])
@@ -91,25 +92,31 @@ def cosines(W: torch.Tensor, M: torch.Tensor) -> torch.Tensor:
 
 
 def noise_norm(W: torch.Tensor, M: torch.Tensor) -> torch.Tensor:
-    """``||P_perp w_i||`` with ``P_perp = I - M M^T``: ``sqrt(||w||^2 - ||M^T w||^2)``, ``(R, m)``."""
+    """``||P_perp w_i||`` with ``P_perp = I - M M^T``: ``sqrt(||w||^2 - ||M^T w||^2)``,
+    ``(R, m)``."""
     sq = (W * W).sum(-1) - (alignment(W, M) ** 2).sum(-1)
     return sq.clamp_min(0).sqrt()
 
 
 def bias_constant(d: int, c_b: float) -> float:
-    """``c_b sqrt(2 log d / d)``: the ratio ``b_i^(T1) / ||w_i^(T1)||`` (from (284) and Thm C.1(b,c));
-    ``c_b`` scales it down at small ``d``, where ``sqrt(2 log 9 / 9) = 0.70`` silences every neuron."""
+    """``c_b sqrt(2 log d / d)``: the ratio ``b_i^(T1) / ||w_i^(T1)||`` (from (284) and Thm
+    C.1(b,c)); ``c_b`` scales it down at small ``d``, where ``sqrt(2 log 9 / 9) = 0.70`` silences
+    every neuron."""
     return c_b * math.sqrt(2 * math.log(d) / d)
 
 
 class BiasSchedule:
-    """The bias of every neuron, per run, through the three stages (the papers state it in proofs only).
+    """The bias of every neuron, per run, through the three stages (the papers state it in proofs
+    only).
 
     * Stage 1 (``t <= T1``): ``b = 0`` ([001] Lemma F.3, [000] Lemma D.1: "so that b_i^(t) = 0").
-    * At ``T1``: ``b_i = c_b sqrt(2 log d / d) ||w_i||`` (equality in (284), forced by Thm C.1 / Lemma D.1).
-    * Stage 2 (``T1 < t <= T2``), eq (285) / [000](70): ``b <- max(b (1 + eta/d), b ||w^(t+1)|| / ||w^(t)||)``.
+    * At ``T1``: ``b_i = c_b sqrt(2 log d / d) ||w_i||`` (equality in (284), forced by Thm C.1 /
+      Lemma D.1).
+    * Stage 2 (``T1 < t <= T2``), eq (285) / [000](70):
+      ``b <- max(b (1 + eta/d), b ||w^(t+1)|| / ||w^(t)||)``.
     * Stage 3 (after ``T2``): not given by the papers; here ``b`` stays proportional to ``||w_i||``
-      (the second branch of (285) only), since the first branch, kept forever, silences every neuron.
+      (the second branch of (285) only), since the first branch, kept forever, silences every
+      neuron.
 
     ``T1`` per run: ``t1_rule = "mean"`` -- first ``t`` with mean over neurons of
     ``||M^T w_i||^2 / ||w_i||^2 >= 1/2`` ((34) asks it of every neuron: ``"min"``), or a fixed
@@ -149,7 +156,8 @@ class BiasSchedule:
 
     @classmethod
     def cat(cls, parts: list["BiasSchedule"]) -> "BiasSchedule":
-        """One schedule for the runs of ``parts`` (same settings), joined along the run dimension."""
+        """One schedule for the runs of ``parts`` (same settings), joined along the run
+        dimension."""
         out = copy.copy(parts[0])
         for name in cls._STATE:
             setattr(out, name, torch.cat([getattr(p, name).cpu() for p in parts]))

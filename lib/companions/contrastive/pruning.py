@@ -2,11 +2,12 @@
 
 Algorithm 1 (Forward Magnitude Pruning with Backward Unmasked Update): at iteration ``t`` mask the
 fraction ``alpha`` of neurons with the smallest magnitude (line 4), encode with the masked weights
-(line 5), and update *all* weights with eq. (5) (line 7). In eq. (5) the logits ``ell'_p, ell'_s`` come
-from the masked model while the neuron factors ``h_i(Y) grad h_i(X)`` are the unmasked ones (the proof
-of Theorem F.1, (184)-(186), uses them so): a pruned neuron keeps its gradient, and receives a larger
-one on the pairs whose positive logit the mask has lowered. ``training.gradient(..., mask=)`` computes
-exactly that; this module decides the mask and records what it prunes.
+(line 5), and update *all* weights with eq. (5) (line 7). In eq. (5) the logits ``ell'_p, ell'_s``
+come from the masked model while the neuron factors ``h_i(Y) grad h_i(X)`` are the unmasked ones
+(the proof of Theorem F.1, (184)-(186), uses them so): a pruned neuron keeps its gradient, and
+receives a larger one on the pairs whose positive logit the mask has lowered.
+``training.gradient(..., mask=)`` computes exactly that; this module decides the mask and records
+what it prunes.
 
 Choices the paper leaves open, each a named parameter:
 
@@ -22,8 +23,8 @@ Choices the paper leaves open, each a named parameter:
   subspace, recomputed like the magnitude rule: the selection Remark 2 says magnitude pruning makes
   ("these neurons are associated with minority features"), made with knowledge of ``M``.
 
-A neuron's *dominant feature* is ``argmax_j cos^2(w_i, M_j)``; it is a *specialist* of that feature when
-the ``cos^2`` is at least ``threshold`` (0.25 by default), and *unaligned* otherwise.
+A neuron's *dominant feature* is ``argmax_j cos^2(w_i, M_j)``; it is a *specialist* of that feature
+when the ``cos^2`` is at least ``threshold`` (0.25 by default), and *unaligned* otherwise.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ RULES = ("magnitude", "oracle", "minority")
 
 
 def pruned_count(m: int, alpha: float) -> int:
-    """``floor(alpha m)`` neurons pruned (``|P| = alpha m``, Appendix F); ``alpha`` must lie in ``[0, 1)``."""
+    """``floor(alpha m)`` neurons pruned (``|P| = alpha m``, Appendix F); ``alpha`` must lie in
+    ``[0, 1)``."""
     if not (isinstance(alpha, (int, float)) and 0 <= alpha < 1):
         raise ValueError(
             f"parameter 'alpha' = {alpha!r} is not allowed: expected a pruning ratio 0 <= alpha < 1"
@@ -50,8 +52,8 @@ def pruned_count(m: int, alpha: float) -> int:
 
 
 def _mask_first(order_key: torch.Tensor, alpha: float) -> torch.Tensor:
-    """``(R, m)`` mask, 0 at the ``floor(alpha m)`` neurons of each run that come first when sorted by
-    ``order_key`` ascending (ties broken by index), 1 elsewhere."""
+    """``(R, m)`` mask, 0 at the ``floor(alpha m)`` neurons of each run that come first when sorted
+    by ``order_key`` ascending (ties broken by index), 1 elsewhere."""
     R, m = order_key.shape
     mask = torch.ones(R, m, dtype=order_key.dtype, device=order_key.device)
     k = pruned_count(m, alpha)
@@ -61,14 +63,14 @@ def _mask_first(order_key: torch.Tensor, alpha: float) -> torch.Tensor:
 
 
 def magnitude_mask(W: torch.Tensor, alpha: float) -> torch.Tensor:
-    """Algorithm 1 line 4: ``(R, m)`` mask, 0 at the ``floor(alpha m)`` neurons of smallest ``||w_i||`` of
-    each run, 1 elsewhere (ties broken by index)."""
+    """Algorithm 1 line 4: ``(R, m)`` mask, 0 at the ``floor(alpha m)`` neurons of smallest
+    ``||w_i||`` of each run, 1 elsewhere (ties broken by index)."""
     return _mask_first(W.norm(dim=-1), alpha)
 
 
 def minority_mask(W: torch.Tensor, M: torch.Tensor, alpha: float, n_maj: int) -> torch.Tensor:
-    """``(R, m)`` mask, 0 at the ``floor(alpha m)`` neurons with the largest ``sum_{j >= n_maj} cos^2(w_i, M_j)``
-    (ties broken by index)."""
+    """``(R, m)`` mask, 0 at the ``floor(alpha m)`` neurons with the largest
+    ``sum_{j >= n_maj} cos^2(w_i, M_j)`` (ties broken by index)."""
     return _mask_first(-(cmodel.cosines(W, M)[..., n_maj:] ** 2).sum(-1), alpha)
 
 
@@ -80,16 +82,16 @@ def dominant_features(W: torch.Tensor, M: torch.Tensor):
 
 
 def specialists(W: torch.Tensor, M: torch.Tensor, threshold: float = 0.25) -> torch.Tensor:
-    """``(R, m, d)`` boolean: neuron ``i`` is a specialist of feature ``j`` (dominant feature ``j``, ``cos^2 >=
-    threshold``)."""
+    """``(R, m, d)`` boolean: neuron ``i`` is a specialist of feature ``j`` (dominant feature ``j``,
+    ``cos^2 >= threshold``)."""
     dom, c2 = dominant_features(W, M)
     onehot = torch.nn.functional.one_hot(dom, M.shape[-1]).bool()
     return onehot & (c2 >= threshold)[..., None]
 
 
 def strongest_minority_feature(W: torch.Tensor, M: torch.Tensor, n_maj: int) -> torch.Tensor:
-    """Per run, the minority feature ``j*`` with the largest ``max_i cos^2(w_i, M_j)``: the one Theorem 3.2
-    can be about (it needs lucky neurons of ``j*``), ``(R,)``."""
+    """Per run, the minority feature ``j*`` with the largest ``max_i cos^2(w_i, M_j)``: the one
+    Theorem 3.2 can be about (it needs lucky neurons of ``j*``), ``(R,)``."""
     c2 = cmodel.cosines(W, M) ** 2
     return n_maj + c2[..., n_maj:].max(-2).values.argmax(-1)
 
@@ -97,8 +99,9 @@ def strongest_minority_feature(W: torch.Tensor, M: torch.Tensor, n_maj: int) -> 
 def oracle_set(
     W: torch.Tensor, M: torch.Tensor, feature: torch.Tensor, k: int, threshold: float = 0.25
 ) -> torch.Tensor:
-    """Appendix F's pruned set ``P subset M*_{j*}``: per run, up to ``k`` specialists of ``feature[r]``
-    (largest ``cos^2`` first), ``(R, m)`` boolean. Fewer than ``k`` when the run has fewer specialists."""
+    """Appendix F's pruned set ``P subset M*_{j*}``: per run, up to ``k`` specialists of
+    ``feature[r]`` (largest ``cos^2`` first), ``(R, m)`` boolean. Fewer than ``k`` when the run has
+    fewer specialists."""
     spec = specialists(W, M, threshold)
     R = W.shape[0]
     own = spec[torch.arange(R), :, feature]  # (R, m)
@@ -115,10 +118,10 @@ def oracle_set(
 
 @dataclass
 class PruneLog:
-    """What a :class:`Pruner` masked, one entry per pruned step: the step, and for each run the ids of the
-    pruned neurons with their dominant feature, its ``cos^2`` and their norm (``(E, R, k)`` after
-    :meth:`stack`, ``k`` the most any run pruned; a run that pruned fewer is padded with id and
-    feature ``-1``, ``cos^2`` and norm ``nan``)."""
+    """What a :class:`Pruner` masked, one entry per pruned step: the step, and for each run the ids
+    of the pruned neurons with their dominant feature, its ``cos^2`` and their norm (``(E, R, k)``
+    after :meth:`stack`, ``k`` the most any run pruned; a run that pruned fewer is padded with id
+    and feature ``-1``, ``cos^2`` and norm ``nan``)."""
 
     steps: list = field(default_factory=list)
     ids: list = field(default_factory=list)
@@ -173,13 +176,15 @@ class PruneLog:
 
 
 class Pruner:
-    """Algorithm 1's line 4 as the ``masks`` hook of :func:`training.train` / :func:`training.resume`.
+    """Algorithm 1's line 4 as the ``masks`` hook of :func:`training.train` /
+    :func:`training.resume`.
 
-    ``rule = "magnitude"``: the ``floor(alpha m)`` smallest-norm neurons, recomputed every ``every`` steps
-    from ``start`` on; ``rule = "minority"``: the same count with the largest ``cos^2`` on the minority
-    subspace (features ``n_maj..d-1``), recomputed alike; ``rule = "oracle"``: the fixed set ``oracle``
-    (``(R, m)`` boolean, e.g. :func:`oracle_set`), from ``start`` on. Before ``start`` no mask is applied (vanilla training).
-    Every pruned step is recorded in ``self.log`` (with ``log_every`` > 1, every ``log_every``-th)."""
+    ``rule = "magnitude"``: the ``floor(alpha m)`` smallest-norm neurons, recomputed every ``every``
+    steps from ``start`` on; ``rule = "minority"``: the same count with the largest ``cos^2`` on the
+    minority subspace (features ``n_maj..d-1``), recomputed alike; ``rule = "oracle"``: the fixed
+    set ``oracle`` (``(R, m)`` boolean, e.g. :func:`oracle_set`), from ``start`` on. Before
+    ``start`` no mask is applied (vanilla training). Every pruned step is recorded in ``self.log``
+    (with ``log_every`` > 1, every ``log_every``-th)."""
 
     def __init__(
         self,
@@ -202,12 +207,14 @@ class Pruner:
             raise ValueError("parameter 'oracle' is only used with rule='oracle'")
         if rule == "minority" and not (isinstance(n_maj, int) and n_maj >= 1):
             raise ValueError(
-                f"parameter 'n_maj' = {n_maj!r} is required with rule='minority': the number of majority features (>= 1)"
+                f"parameter 'n_maj' = {n_maj!r} is required with rule='minority': "
+                "the number of majority features (>= 1)"
             )
         for name, value in (("start", start), ("every", every), ("log_every", log_every)):
             if not isinstance(value, int) or value < (0 if name == "start" else 1):
                 raise ValueError(
-                    f"parameter '{name}' = {value!r} is not allowed: expected an integer >= {0 if name == 'start' else 1}"
+                    f"parameter '{name}' = {value!r} is not allowed: "
+                    f"expected an integer >= {0 if name == 'start' else 1}"
                 )
         self.alpha, self.rule, self.start, self.every, self.log_every = (
             alpha,
@@ -261,9 +268,10 @@ def eq5_gradient(
 ) -> torch.Tensor:
     """Eq. (5) written out, term by term, as a second implementation of the update direction that
     :func:`training.gradient` computes through its surrogate loss:
-    ``g_i = c_tau (1/K) sum_k [(ell'_p - 1) h_i(Y_k) + sum_s ell'_s h_i(Y_s)] grad_{w_i} h_i(X_k)``, the
-    weights ``ell'`` from the masked model, ``h_i`` and ``grad h_i = sum_r 1[|<w_i, z_r>| >= b_i] z_r`` from
-    the full one (``z_r`` the attention outputs; uniform attention: ``L`` copies of the token mean)."""
+    ``g_i = c_tau (1/K) sum_k [(ell'_p - 1) h_i(Y_k) + sum_s ell'_s h_i(Y_s)] grad_{w_i} h_i(X_k)``,
+    the weights ``ell'`` from the masked model, ``h_i`` and
+    ``grad h_i = sum_r 1[|<w_i, z_r>| >= b_i] z_r`` from the full one (``z_r`` the attention
+    outputs; uniform attention: ``L`` copies of the token mean)."""
     hx = cmodel.features(W, batch.x, b, s.L, s.att_scale)
     hy = cmodel.features(W, batch.y, b, s.L, s.att_scale)
     S = ctrain.logits(hx * mask[:, None, :], hy * mask[:, None, :], s.tau, s.n_neg)
@@ -286,7 +294,8 @@ def eq5_gradient(
 def first_order_logit_change(P: torch.Tensor, dS: torch.Tensor) -> torch.Tensor:
     """(211): the first-order change of the positive weights ``ell'_p`` (the diagonal of ``P``, the
     softmax over each anchor's ``B``) when the logits ``S = u / tau`` move by ``dS``:
-    ``ell'_p (dS_p - sum_k ell'_k dS_k)``, i.e. ``(1/tau)[ell'_p (1 - ell'_p) du_p - ell'_p sum_s ell'_s du_s]``."""
+    ``ell'_p (dS_p - sum_k ell'_k dS_k)``, i.e.
+    ``(1/tau)[ell'_p (1 - ell'_p) du_p - ell'_p sum_s ell'_s du_s]``."""
     lp = torch.diagonal(P, dim1=-2, dim2=-1)
     return lp * (torch.diagonal(dS, dim1=-2, dim2=-1) - (P * dS).sum(-1))
 
@@ -303,18 +312,19 @@ def logit_effect(
     bias: bool = True,
     device=None,
 ) -> dict:
-    """Lemma F.2 and Lemma F.1 on ``batches`` fresh batches of ``s.K`` pairs per run, with the weights of
-    ``hist`` and the set ``pruned`` (``(R, m)`` boolean) masked in the forward pass.
+    """Lemma F.2 and Lemma F.1 on ``batches`` fresh batches of ``s.K`` pairs per run, with the
+    weights of ``hist`` and the set ``pruned`` (``(R, m)`` boolean) masked in the forward pass.
 
-    ``D1``: pairs whose anchor carries ``feature[r]`` (``M_{j*}``), ``D2``: the others. ``shrink``: the
-    pruned neurons' outputs are multiplied by ``1 - shrink`` (1: pruned; small values: the derivative
-    (207) / (211)). ``bias=False`` evaluates the network at ``b = 0`` (the regime in which Lemma F.3 and
-    the proof of F.1 compute). ``device``: where to compute (default: the weights' device); on CUDA the
-    pairs are drawn there, from a generator seeded by ``generator``. Returns per-run means ``(R,)``:
+    ``D1``: pairs whose anchor carries ``feature[r]`` (``M_{j*}``), ``D2``: the others. ``shrink``:
+    the pruned neurons' outputs are multiplied by ``1 - shrink`` (1: pruned; small values: the
+    derivative (207) / (211)). ``bias=False`` evaluates the network at ``b = 0`` (the regime in
+    which Lemma F.3 and the proof of F.1 compute). ``device``: where to compute (default: the
+    weights' device); on CUDA the pairs are drawn there, from a generator seeded by ``generator``.
+    Returns per-run means ``(R,)``:
 
     * ``one_minus_lp`` -- ``{"D1": (full, masked), "D2": (full, masked)}``: ``E[1 - ell'_p]``;
-    * ``first_order`` -- ``{"D1": ..., "D2": ...}``: the mean of (211)'s ``Delta ell'_p``, against the
-      actual mean change ``actual``;
+    * ``first_order`` -- ``{"D1": ..., "D2": ...}``: the mean of (211)'s ``Delta ell'_p``, against
+      the actual mean change ``actual``;
     * ``pos`` / ``neg`` -- ``E[sum_{i in P} h_i(X) h_i(Y)]`` and ``E[sum_{i in P} h_i(X) h_i(X_s)]``
       (Lemma F.1 (a), (b)), with their standard errors ``pos_se`` / ``neg_se``;
     * ``frac_D1`` -- the fraction of anchors in ``D1``.
@@ -420,8 +430,9 @@ def linear_pair_moment(
     W: torch.Tensor, M: torch.Tensor, pruned: torch.Tensor, kappas: torch.Tensor
 ) -> torch.Tensor:
     """Lemma F.1 (a) as the proof computes it, (196): at ``b = 0`` with uniform attention,
-    ``E[sum_{i in P} h_i(X) h_i(Y)] = sum_{i in P} sum_j <w_i, M_j>^2 kappa_j`` exactly for this book's
-    generator (``kappa_j = E[hat z_j hat z_j^+] / L^2``, ``data.kappa``). ``kappas``: ``(R, d)``; returns ``(R,)``."""
+    ``E[sum_{i in P} h_i(X) h_i(Y)] = sum_{i in P} sum_j <w_i, M_j>^2 kappa_j`` exactly for this
+    book's generator (``kappa_j = E[hat z_j hat z_j^+] / L^2``, ``data.kappa``). ``kappas``:
+    ``(R, d)``; returns ``(R,)``."""
     A2 = cmodel.alignment(W, M) ** 2  # (R, m, d)
     return ((A2 * kappas.to(A2.dtype)[:, None, :]).sum(-1) * pruned.to(A2.dtype)).sum(-1)
 
@@ -439,8 +450,8 @@ def log_growth_per_step(A: torch.Tensor, steps: torch.Tensor) -> torch.Tensor:
 
 
 def pruned_projection(hist, pruned: torch.Tensor, feature: torch.Tensor) -> torch.Tensor:
-    """``(T, R)``: the mean over ``i in P`` of ``|<w_i, M_{j*}>|`` along a recorded history (``nan`` for a run
-    with an empty ``P``)."""
+    """``(T, R)``: the mean over ``i in P`` of ``|<w_i, M_{j*}>|`` along a recorded history (``nan``
+    for a run with an empty ``P``)."""
     T, R, m, _ = hist.A.shape
     A = hist.A.gather(3, feature.view(1, R, 1, 1).expand(T, R, m, 1)).squeeze(-1).abs()  # (T, R, m)
     w = pruned.to(A.dtype)
@@ -448,7 +459,8 @@ def pruned_projection(hist, pruned: torch.Tensor, feature: torch.Tensor) -> torc
 
 
 def other_feature_projection(hist, feature: torch.Tensor) -> torch.Tensor:
-    """``(T, R, d)``: ``max_i |<w_i, M_j>|`` along a recorded history, with the column ``j*`` set to ``nan``."""
+    """``(T, R, d)``: ``max_i |<w_i, M_j>|`` along a recorded history, with the column ``j*`` set to
+    ``nan``."""
     out = hist.A.abs().max(-2).values.clone()
     out[:, torch.arange(out.shape[1]), feature] = float("nan")
     return out
@@ -458,7 +470,8 @@ def other_feature_projection(hist, feature: torch.Tensor) -> torch.Tensor:
 # [001] Table 2 (real data, transcribed)
 # ---------------------------------------------------------------------------------------------
 
-# (dataset, rho, acc w/o, sd, acc w/, sd, Delta20 w/o, sd, Delta20 w/, sd); sd None where the table gives none.
+# (dataset, rho, acc w/o, sd, acc w/, sd, Delta20 w/o, sd, Delta20 w/, sd); sd None where the table
+# gives none.
 TABLE_2 = (
     ("CIFAR10-LT", 1, 90.93, None, 91.52, None, 1.54, None, 1.28, None),
     ("CIFAR10-LT", 10, 79.25, 1.03, 84.92, 0.67, 3.42, 1.02, 2.99, 0.92),
@@ -472,8 +485,9 @@ TABLE_2 = (
 
 
 def table2_rows() -> list[dict]:
-    """Table 2 with the derived columns: accuracy gain, Delta20 change, and each difference in units of
-    the two rows' standard deviations combined in quadrature (``None`` where the table gives none)."""
+    """Table 2 with the derived columns: accuracy gain, Delta20 change, and each difference in units
+    of the two rows' standard deviations combined in quadrature (``None`` where the table gives
+    none)."""
     rows = []
     for ds, rho, a0, sa0, a1, sa1, g0, sg0, g1, sg1 in TABLE_2:
         sa = math.hypot(sa0, sa1) if sa0 is not None else None
@@ -495,8 +509,8 @@ def table2_claims() -> dict:
     """The paper's three statements about Table 2, read against its own numbers:
 
     * ``improves`` -- "pruning consistently improves accuracy across all datasets": every gain > 0;
-    * ``grows_with_rho`` -- "with improvements becoming more substantial as rho increases": per dataset
-      with several rows, the gain never falls as ``rho`` grows (``{dataset: bool}``);
+    * ``grows_with_rho`` -- "with improvements becoming more substantial as rho increases": per
+      dataset with several rows, the gain never falls as ``rho`` grows (``{dataset: bool}``);
     * ``reduces_delta20`` -- "pruning generally reduces Delta20": the number of rows where it falls.
     """
     rows = table2_rows()

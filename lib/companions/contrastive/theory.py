@@ -30,8 +30,9 @@ def growth_rate(kappa_j, eta: float, lam: float, n_neg: int, c_tau: float = 1.0)
 def population_gradient(
     W: torch.Tensor, M: torch.Tensor, kappa_j, n_neg: int, c_tau: float = 1.0
 ) -> torch.Tensor:
-    """The population data gradient at ``b = 0``, uniform attention and uniform logits (the step behind
-    Lemma 3.1 (7)-(8)): ``-c_tau (1 - 1/|B|) W Sigma_+`` with ``Sigma_+ = sum_j kappa_j M_j M_j^T``.
+    """The population data gradient at ``b = 0``, uniform attention and uniform logits (the step
+    behind Lemma 3.1 (7)-(8)): ``-c_tau (1 - 1/|B|) W Sigma_+`` with
+    ``Sigma_+ = sum_j kappa_j M_j M_j^T``.
     ``W``: ``(R, m, d1)``, ``M``: ``(R, d1, d)``; returns ``(R, m, d1)``."""
     k = torch.as_tensor(kappa_j, dtype=M.dtype, device=M.device)
     return -c_tau * (1 - 1 / (1 + n_neg)) * ((W @ M) * k) @ M.transpose(-1, -2)
@@ -40,8 +41,9 @@ def population_gradient(
 def gradient_ratio_per_feature(
     g: torch.Tensor, g_pop: torch.Tensor, M: torch.Tensor
 ) -> torch.Tensor:
-    """Per run and feature, the least-squares scale of the measured gradient's ``M_j`` component on the
-    predicted one: ``<g M_j, g_pop M_j> / ||g_pop M_j||^2`` over neurons, ``(R, d)`` (1 if they agree)."""
+    """Per run and feature, the least-squares scale of the measured gradient's ``M_j`` component on
+    the predicted one: ``<g M_j, g_pop M_j> / ||g_pop M_j||^2`` over neurons, ``(R, d)`` (1 if they
+    agree)."""
     a, p = g @ M, g_pop @ M  # (R, m, d)
     return (a * p).sum(-2) / (p * p).sum(-2)
 
@@ -53,8 +55,9 @@ def noise_rate(eta: float, lam: float) -> float:
 
 
 def predicted_t1(kappas, d1: int, eta: float, lam: float, n_neg: int, c_tau: float = 1.0) -> float:
-    """Expected first ``t`` with ``||M M^T w||^2 >= ||w||^2 / 2`` (34) under the exact geometric growth,
-    averaging over the initialisation: ``sum_j g_j^{2t} = (d1 - d) (1 - eta lam)^{2t}`` (bisection)."""
+    """Expected first ``t`` with ``||M M^T w||^2 >= ||w||^2 / 2`` (34) under the exact geometric
+    growth, averaging over the initialisation: ``sum_j g_j^{2t} = (d1 - d) (1 - eta lam)^{2t}``
+    (bisection)."""
     g = growth_rate(kappas, eta, lam, n_neg, c_tau)
     d = len(g)
     r = noise_rate(eta, lam)
@@ -84,10 +87,11 @@ def predicted_t1_mc(
     runs: int = 200,
     generator: torch.Generator | None = None,
 ) -> tuple[float, float]:
-    """T1 under the exact geometric growth with the chapter's own rule: the first integer ``t`` at which
-    the mean over the ``m`` neurons of ``||M M^T w_i||^2 / ||w_i||^2`` reaches 1/2 ((34), ``t1_rule="mean"``),
-    by Monte Carlo over the Gaussian initialisation (``<w_i, M_j>`` and the ``d1 - d`` noise coordinates
-    i.i.d.). Returns the mean and the standard deviation over ``runs`` initialisations."""
+    """T1 under the exact geometric growth with the chapter's own rule: the first integer ``t`` at
+    which the mean over the ``m`` neurons of ``||M M^T w_i||^2 / ||w_i||^2`` reaches 1/2 ((34),
+    ``t1_rule="mean"``), by Monte Carlo over the Gaussian initialisation (``<w_i, M_j>`` and the
+    ``d1 - d`` noise coordinates i.i.d.). Returns the mean and the standard deviation over ``runs``
+    initialisations."""
     lg = torch.log(growth_rate(kappas, eta, lam, n_neg, c_tau) / noise_rate(eta, lam))
     d = len(lg)
     a2 = torch.randn(runs, m, d, generator=generator, dtype=torch.float64) ** 2
@@ -154,7 +158,8 @@ def prob_lucky_first(d: int, rho: float, gamma: float) -> float:
 def prob_lucky_mc(
     d: int, rho: float, gamma: float, draws: int, generator: torch.Generator
 ) -> float:
-    """Monte Carlo ``Pr[i in M*_j]`` of (27), both conditions, from ``draws`` Gaussian ``d``-vectors."""
+    """Monte Carlo ``Pr[i in M*_j]`` of (27), both conditions, from ``draws`` Gaussian
+    ``d``-vectors."""
     t1, t2 = c1(rho, gamma) * math.log(d) / d, c2(rho, gamma) * math.log(d) / d
     if t1 >= 1:
         return 0.0
@@ -175,9 +180,10 @@ def paper_lucky_exponent(rho: float, gamma: float) -> float:
 
 
 def paper_prob_B(d: int, rho: float, gamma: float) -> dict:
-    """(238)'s second line, ``Pr[B_i] = (1 - p_2)^{d-1} = e^{-d^{1-a}} = 1`` with ``a = c_2/2``, beside
-    the value of ``(1 - p_2)^{d-1}`` with (237)'s ``p_2 = d^{-a} / sqrt(log d)`` and with the exact
-    ``p_2`` of :func:`prob_ordinary` (still treating the ``d - 1`` conditions as independent, as (238) does)."""
+    """(238)'s second line, ``Pr[B_i] = (1 - p_2)^{d-1} = e^{-d^{1-a}} = 1`` with ``a = c_2/2``,
+    beside the value of ``(1 - p_2)^{d-1}`` with (237)'s ``p_2 = d^{-a} / sqrt(log d)`` and with the
+    exact ``p_2`` of :func:`prob_ordinary` (still treating the ``d - 1`` conditions as independent,
+    as (238) does)."""
     a = c2(rho, gamma) / 2
     p2_paper = d ** (-a) / math.sqrt(math.log(d))
     p2_exact = prob_ordinary(d, rho, gamma)
@@ -190,7 +196,8 @@ def paper_prob_B(d: int, rho: float, gamma: float) -> dict:
 
 
 def n_i_exact(d: int, rho: float, gamma: float) -> float:
-    """``E|N_i| = d Pr[i in M_j]`` (exact), to set beside (14) / Lemma B.2(d), ``d^{1 - rho^2 (1-gamma)}``."""
+    """``E|N_i| = d Pr[i in M_j]`` (exact), to set beside (14) / Lemma B.2(d),
+    ``d^{1 - rho^2 (1-gamma)}``."""
     return d * prob_ordinary(d, rho, gamma)
 
 
@@ -202,17 +209,17 @@ def n_i_exact(d: int, rho: float, gamma: float) -> float:
 def stage2_time(
     kappa_j, eta: float, lam: float, n_neg: int, d: int, c_b: float, c_tau: float = 1.0
 ):
-    """Steps for a lucky neuron of feature ``j`` to grow from the bias level ``c_b sqrt(2 log d/d) ||w||``
-    to ``sqrt(d) ||w||`` at the stage-1 rate (the argument of (310)-(312)):
-    ``ln(sqrt(d) / (c_b sqrt(2 log d / d))) / ln g_j``."""
+    """Steps for a lucky neuron of feature ``j`` to grow from the bias level
+    ``c_b sqrt(2 log d/d) ||w||`` to ``sqrt(d) ||w||`` at the stage-1 rate (the argument of
+    (310)-(312)): ``ln(sqrt(d) / (c_b sqrt(2 log d / d))) / ln g_j``."""
     g = growth_rate(kappa_j, eta, lam, n_neg, c_tau)
     return math.log(math.sqrt(d) / (c_b * math.sqrt(2 * math.log(d) / d))) / torch.log(g)
 
 
 def survives_bias_growth(kappa_j, n_neg: int, d: int, c_tau: float = 1.0):
     """A lucky neuron outgrows the bias branch ``b (1 + eta/d)`` of (285) iff its feature rate beats
-    ``1/d``: ``c_tau (1 - 1/|B|) kappa_j > 1/d`` (from (282)-(290); ``eps_j C_z loglog d > 1`` in the
-    papers' units). Returns the left side and the threshold."""
+    ``1/d``: ``c_tau (1 - 1/|B|) kappa_j > 1/d`` (from (282)-(290); ``eps_j C_z loglog d > 1`` in
+    the papers' units). Returns the left side and the threshold."""
     lhs = c_tau * (1 - 1 / (1 + n_neg)) * torch.as_tensor(kappa_j, dtype=torch.float64)
     return lhs, 1.0 / d
 
@@ -223,10 +230,11 @@ def survives_bias_growth(kappa_j, n_neg: int, d: int, c_tau: float = 1.0):
 
 
 def kappa_symbolic(L: int = 4):
-    """``kappa = E[(sum_l z_l)(sum_l z_l^+)]`` for one feature of the generator with ``L`` tokens, derived
-    from its definition: support Bernoulli(p) and sign shared by the views, ``N ~ Bin(L, q) | N >= 1``
-    tokens per view, each magnitude ``U[a, 1]``, views independent given (support, sign).
-    Returns ``(derived, closed_form, (p, a, q))``; the closed form is :func:`data.kappa`."""
+    """``kappa = E[(sum_l z_l)(sum_l z_l^+)]`` for one feature of the generator with ``L`` tokens,
+    derived from its definition: support Bernoulli(p) and sign shared by the views,
+    ``N ~ Bin(L, q) | N >= 1`` tokens per view, each magnitude ``U[a, 1]``, views independent given
+    (support, sign). Returns ``(derived, closed_form, (p, a, q))``; the closed form is
+    :func:`data.kappa`."""
     p, a, q = sp.symbols("p a q", positive=True)
     x = sp.Symbol("x")
     mu = sp.integrate(x / (1 - a), (x, a, 1))  # E|z| for U[a, 1]
@@ -257,9 +265,10 @@ def stage1_recursion_symbolic():
 
 
 def softmax_derivatives_symbolic(n_neg: int = 2):
-    """(205)-(207) derived: ``ell'_p`` as the softmax of ``(u_p, u_1..u_S) / tau`` differentiated by sympy.
-    Returns ``(d ell'_p / d u_p - (1/tau) ell'_p (1 - ell'_p), [d ell'_p / d u_s + (1/tau) ell'_p ell'_s])``,
-    every entry 0 after simplification when (207) holds."""
+    """(205)-(207) derived: ``ell'_p`` as the softmax of ``(u_p, u_1..u_S) / tau`` differentiated by
+    sympy. Returns ``(d ell'_p / d u_p - (1/tau) ell'_p (1 - ell'_p),
+    [d ell'_p / d u_s + (1/tau) ell'_p ell'_s])``, every entry 0 after simplification when (207)
+    holds."""
     tau = sp.Symbol("tau", positive=True)
     up = sp.Symbol("u_p", real=True)
     us = sp.symbols(f"u_1:{n_neg + 1}", real=True)
@@ -267,15 +276,16 @@ def softmax_derivatives_symbolic(n_neg: int = 2):
     lp = sp.exp(up / tau) / Z
     ls = [sp.exp(u / tau) / Z for u in us]
     gap_p = sp.simplify(sp.diff(lp, up) - lp * (1 - lp) / tau)
-    gaps_s = [sp.simplify(sp.diff(lp, u) + lp * l / tau) for u, l in zip(us, ls)]
+    gaps_s = [sp.simplify(sp.diff(lp, u) + lp * l_s / tau) for u, l_s in zip(us, ls)]
     return gap_p, gaps_s
 
 
 def f4_elapsed_time_symbolic():
-    """F.4's elapsed time ``T = (eps_max / eps* - 1) d / (eta alpha eps*^2 C_z loglog d)`` against the rate
-    ``r = eta alpha eps*^2 C_z loglog d / d`` of (15) without its constant. Returns ``(T r - (eps_max/eps* - 1),
-    (1 + T r) eps*/eps_max - 1, T, r, symbols)``: the first two simplify to 0, i.e. the linearised growth
-    ``1 + T r`` lifts the vanilla upper end ``(eps*/eps_max) tau`` of (13) exactly to ``tau`` of (18)."""
+    """F.4's elapsed time ``T = (eps_max / eps* - 1) d / (eta alpha eps*^2 C_z loglog d)`` against
+    the rate ``r = eta alpha eps*^2 C_z loglog d / d`` of (15) without its constant. Returns
+    ``(T r - (eps_max/eps* - 1), (1 + T r) eps*/eps_max - 1, T, r, symbols)``: the first two
+    simplify to 0, i.e. the linearised growth ``1 + T r`` lifts the vanilla upper end
+    ``(eps*/eps_max) tau`` of (13) exactly to ``tau`` of (18)."""
     eps_max, eps_s, d, eta, alpha, Cz, lld = sp.symbols(
         "epsilon_max epsilon_star d eta alpha C_z loglogd", positive=True
     )
@@ -291,20 +301,22 @@ def f4_elapsed_time_symbolic():
 
 
 def prune_rate(eta: float, alpha: float, eps_star: float, kappa_star: float) -> float:
-    """The per-step extra rate of (15) without its ``Omega`` constant, ``eta alpha eps*^2 C_z loglog d / d``,
-    written with this generator's ``kappa* = eps* C_z loglog d / d``: ``eta alpha eps* kappa*``."""
+    """The per-step extra rate of (15) without its ``Omega`` constant,
+    ``eta alpha eps*^2 C_z loglog d / d``, written with this generator's
+    ``kappa* = eps* C_z loglog d / d``: ``eta alpha eps* kappa*``."""
     return eta * alpha * eps_star * kappa_star
 
 
 def f4_times(eps_max: float, eps_star: float, rate: float) -> tuple[float, float]:
-    """Steps for the minority coefficient to grow by ``eps_max / eps*`` at per-step rate ``rate``: F.4's
-    linearised ``(eps_max/eps* - 1) / rate``, and the exact geometric ``log(eps_max/eps*) / log(1 + rate)``
-    (smaller, since ``log x < x - 1``)."""
+    """Steps for the minority coefficient to grow by ``eps_max / eps*`` at per-step rate ``rate``:
+    F.4's linearised ``(eps_max/eps* - 1) / rate``, and the exact geometric
+    ``log(eps_max/eps*) / log(1 + rate)`` (smaller, since ``log x < x - 1``)."""
     ratio = eps_max / eps_star
     return (ratio - 1) / rate, math.log(ratio) / math.log1p(rate)
 
 
 def extra_rate_ratio_symbolic():
-    """The extra growth of (15) over that of (16): ``(eps*^2 alpha / d) / (eps*^3 alpha / d^2) = d / eps*``."""
+    """The extra growth of (15) over that of (16):
+    ``(eps*^2 alpha / d) / (eps*^3 alpha / d^2) = d / eps*``."""
     eps_s, alpha, d, c = sp.symbols("epsilon_star alpha d c", positive=True)
     return sp.simplify((eps_s**2 * alpha * c / d) / (eps_s**3 * alpha * c / d**2)), (eps_s, d)

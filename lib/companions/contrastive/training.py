@@ -10,13 +10,14 @@ with decoupled weight decay (Algorithm 1, line 7), vectorised over runs.
   when ``eta -> eta tau`` and ``lam -> lam / tau`` (unit-tested).
 
 The step computes the gradient through the surrogate ``sum_k (P_k - 1[k = pos]) <f(X), sg f(Y_k)>``
-with ``P`` the (detached) softmax of the logits: its gradient is ``tau`` times that of (1), and it is
-eq (5) of [001] when the logits come from a masked model and the neuron factors from the full one.
-A forward-pass neuron ``mask`` therefore slots in without changing the step (``pruning.py``).
+with ``P`` the (detached) softmax of the logits: its gradient is ``tau`` times that of (1), and it
+is eq (5) of [001] when the logits come from a masked model and the neuron factors from the full
+one. A forward-pass neuron ``mask`` therefore slots in without changing the step (``pruning.py``).
 
 ``n_neg`` -- number of negatives per anchor, taken in-batch: anchor ``k``'s negatives are the second
-views of pairs ``k+1, ..., k+n_neg (mod K)``, independent of it (Assumption 3.4); ``|B| = 1 + n_neg``.
-The papers never fix it; the default ``K - 1`` (all in-batch, as SimCLR) is the cheapest.
+views of pairs ``k+1, ..., k+n_neg (mod K)``, independent of it (Assumption 3.4);
+``|B| = 1 + n_neg``. The papers never fix it; the default ``K - 1`` (all in-batch, as SimCLR) is the
+cheapest.
 """
 
 from __future__ import annotations
@@ -34,9 +35,9 @@ from companions.contrastive import model as cmodel
 @dataclass(frozen=True)
 class Setup:
     """Every knob of one (vectorised) training run. Per-run ``eps_min`` and ``nsr`` come in as
-    tensors to :func:`train`; the rest is shared by all runs. Defaults: the papers' sizes where given
-    (``d = 9`` with 5 majority features from [001] Exp. 5, ``m = 30`` from [000] Fig. 1, ``d1 = 500`` from
-    [001] A.2), otherwise chosen for a small-scale
+    tensors to :func:`train`; the rest is shared by all runs. Defaults: the papers' sizes where
+    given (``d = 9`` with 5 majority features from [001] Exp. 5, ``m = 30`` from [000] Fig. 1,
+    ``d1 = 500`` from [001] A.2), otherwise chosen for a small-scale
     run that shows all three stages (reasons in ``data.py``, ``model.py`` and this module)."""
 
     d: int = 9
@@ -65,15 +66,18 @@ class Setup:
     def __post_init__(self):
         if self.grad_scale not in ("paper", "standard"):
             raise ValueError(
-                f"parameter 'grad_scale' = {self.grad_scale!r} is not allowed: expected 'paper' or 'standard'"
+                f"parameter 'grad_scale' = {self.grad_scale!r} is not allowed: "
+                "expected 'paper' or 'standard'"
             )
         if self.attention not in ("uniform", "softmax"):
             raise ValueError(
-                f"parameter 'attention' = {self.attention!r} is not allowed: expected 'uniform' or 'softmax'"
+                f"parameter 'attention' = {self.attention!r} is not allowed: "
+                "expected 'uniform' or 'softmax'"
             )
         if not 1 <= self.n_neg <= self.K - 1:
             raise ValueError(
-                f"parameter 'n_neg' = {self.n_neg!r} is not allowed: expected 1 <= n_neg <= K - 1 = {self.K - 1}"
+                f"parameter 'n_neg' = {self.n_neg!r} is not allowed: "
+                f"expected 1 <= n_neg <= K - 1 = {self.K - 1}"
             )
 
     @property
@@ -92,7 +96,8 @@ def negative_mask(K: int, n_neg: int, device="cpu") -> torch.Tensor:
 
 
 def logits(hx: torch.Tensor, hy: torch.Tensor, tau: float, n_neg: int) -> torch.Tensor:
-    """``sim(X_k, Y_k') / tau = <f(X_k), sg f(Y_k')> / tau``, ``(R, K, K)``, ``-inf`` outside ``B_k``."""
+    """``sim(X_k, Y_k') / tau = <f(X_k), sg f(Y_k')> / tau``, ``(R, K, K)``, ``-inf`` outside
+    ``B_k``."""
     K = hx.shape[1]
     S = hx @ hy.detach().transpose(-1, -2) / tau
     if n_neg < K - 1:
@@ -107,9 +112,9 @@ def info_nce(hx: torch.Tensor, hy: torch.Tensor, tau: float, n_neg: int) -> torc
 
 
 def surrogate(hx: torch.Tensor, hy: torch.Tensor, P: torch.Tensor) -> torch.Tensor:
-    """``(1/K) sum_k sum_k' (P_kk' - 1[k = k']) <f(X_k), sg f(Y_k')>`` per run: its gradient is eq (21)
-    (= ``tau`` times the gradient of (1)) when ``P`` is the softmax of this model's logits, and eq (5)
-    when ``P`` comes from a masked model."""
+    """``(1/K) sum_k sum_k' (P_kk' - 1[k = k']) <f(X_k), sg f(Y_k')>`` per run: its gradient is eq
+    (21) (= ``tau`` times the gradient of (1)) when ``P`` is the softmax of this model's logits, and
+    eq (5) when ``P`` comes from a masked model."""
     K = hx.shape[1]
     C = P.detach() - torch.eye(K, dtype=P.dtype, device=P.device)
     return (C * (hx @ hy.detach().transpose(-1, -2))).sum((-1, -2)) / K
@@ -190,13 +195,15 @@ def train(
     """Train ``R = len(eps_min)`` independent runs at once (one per entry of ``eps_min`` / ``nsr``),
     each with its own dictionary, initialisation and data stream drawn from ``generator``.
 
-    ``masks``: optional callable ``(t, W, M) -> (R, m)`` forward-pass neuron mask, or ``None`` for no
-    mask at step ``t`` (the hook of Algorithm 1, see ``pruning.py``).
-    ``eps_max``: optional per-run majority frequency ``(R,)`` (default: ``s.eps_max`` for every run).
+    ``masks``: optional callable ``(t, W, M) -> (R, m)`` forward-pass neuron mask, or ``None`` for
+    no mask at step ``t`` (the hook of Algorithm 1, see ``pruning.py``).
+    ``eps_max``: optional per-run majority frequency ``(R,)`` (default: ``s.eps_max`` for every
+    run).
     ``draw_on_device``: draw the per-step batches with a generator on ``device`` (seeded from
     ``generator``) instead of on the CPU. ``None``: only on CUDA, where CPU draws would dominate the
     paper scale (``R K d1`` Gaussians a step); dictionaries and initial weights always come from
-    ``generator``. The recorded history is float32 (plots and slopes), the weights keep ``dtype``."""
+    ``generator``. The recorded history is float32 (plots and slopes), the weights keep
+    ``dtype``."""
     R = len(eps_min)
     if len(nsr) != R:
         raise ValueError("eps_min and nsr must have one entry per run")
@@ -248,13 +255,15 @@ def resume(
     masks=None,
     draw_on_device: bool | None = None,
 ) -> History:
-    """Continue the runs of ``checkpoint`` (a :func:`train` result) for ``steps`` more steps: its weights,
-    dictionaries, frequencies, noise and bias schedule, a data stream drawn from ``generator``. Two calls
-    with equally seeded generators see the same batches, so arms that differ only in ``masks`` (with
-    and without pruning) are paired. Step numbers continue from the checkpoint's last one."""
+    """Continue the runs of ``checkpoint`` (a :func:`train` result) for ``steps`` more steps: its
+    weights, dictionaries, frequencies, noise and bias schedule, a data stream drawn from
+    ``generator``. Two calls with equally seeded generators see the same batches, so arms that
+    differ only in ``masks`` (with and without pruning) are paired. Step numbers continue from the
+    checkpoint's last one."""
     if checkpoint.schedule is None or checkpoint.W is None:
         raise ValueError(
-            "parameter 'checkpoint' is not a finished training History (no weights or bias schedule)"
+            "parameter 'checkpoint' is not a finished training History "
+            "(no weights or bias schedule)"
         )
     dtype = checkpoint.W.dtype
     W = checkpoint.W.to(device)
@@ -355,8 +364,9 @@ def train_chunked(
     **kw,
 ) -> History:
     """:func:`train` on at most ``chunk`` runs at a time (memory at paper scale), histories joined
-    along the run dimension. ``masks_factory``: called once per chunk for that chunk's ``masks`` hook
-    (a hook keeps per-run state, e.g. a pruning log); the hooks are returned in ``History.hooks``."""
+    along the run dimension. ``masks_factory``: called once per chunk for that chunk's ``masks``
+    hook (a hook keeps per-run state, e.g. a pruning log); the hooks are returned in
+    ``History.hooks``."""
     starts = list(range(0, len(eps_min), chunk))
     hooks = [masks_factory() if masks_factory is not None else None for _ in starts]
     parts = [

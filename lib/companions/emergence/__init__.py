@@ -2,8 +2,9 @@
 
 Source: Shi, Wei & Liang, "A Theoretical Analysis on Feature Learning in Neural Networks: Emergence
 from Inputs and Advantage over Fixed Features", ICLR 2022; the same work is Chapter 2 and Appendix A
-of Z. Shi's dissertation. Equation and result numbers in docstrings are the dissertation's: (2.x) for
-the main text, (A.x) for the appendix (ICLR Lemma 5 = Lemma 2.5 = A.2, Lemma 6 = 2.6 = A.9, ...).
+of Z. Shi's dissertation. Equation and result numbers in docstrings are the dissertation's: (2.x)
+for the main text, (A.x) for the appendix (ICLR Lemma 5 = Lemma 2.5 = A.2, Lemma 6 = 2.6 = A.9,
+...).
 
 Modules:
 

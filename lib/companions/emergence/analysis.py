@@ -20,8 +20,9 @@ from companions.emergence.network import (
 
 
 def signal_noise(W: torch.Tensor, dist) -> torch.Tensor:
-    """``rho_i = ||P_A w_i|| / ||P_{A^c} w_i||``, with ``P_A`` the projection on ``span{M_j : j in A}``
-    and ``P_{A^c}`` the rest of ``R^d`` (background patterns and the orthogonal complement of M)."""
+    """``rho_i = ||P_A w_i|| / ||P_{A^c} w_i||``, with ``P_A`` the projection on
+    ``span{M_j : j in A}`` and ``P_{A^c}`` the rest of ``R^d`` (background patterns and the
+    orthogonal complement of M)."""
     MA = dist.M[:, list(dist.A)].to(W)
     inside = W @ MA
     rest = (W - inside @ MA.T).norm(dim=1)
@@ -43,8 +44,8 @@ def step_summary(params: dict[str, Params], dist) -> dict:
 
 
 def sample_gradient_terms(p: Params, X: torch.Tensor, y: torch.Tensor, dist, s: float) -> dict:
-    """The decomposition of Lemma 2.6 on a sample: ``-dL/dw_i = a_i sum_j M_j T_j`` (+ a part outside
-    span(M), zero here), so ``T_{ij} = <M_j, -dL/dw_i> / a_i``; and the per-neuron
+    """The decomposition of Lemma 2.6 on a sample: ``-dL/dw_i = a_i sum_j M_j T_j`` (+ a part
+    outside span(M), zero here), so ``T_{ij} = <M_j, -dL/dw_i> / a_i``; and the per-neuron
     ``beta_i = E E_xi I[<phi_{-A}, q_{-A}> + b_i + xi in (0, 1)]`` estimated on the same sample."""
     g = gradients(p, X, y, s)
     M = dist.M.to(X)
@@ -65,7 +66,8 @@ def sample_gradient_terms(p: Params, X: torch.Tensor, y: torch.Tensor, dist, s: 
 
 
 def epsilon_e(dist, m: int, delta: float = 0.1) -> float:
-    """``epsilon_e`` of Lemma A.9: ``(k log^{1/2}(Dm/delta) + log^{3/2}(Dm/delta)) / sqrt(sigma_phi^2 sigma~^2 (D-k))``."""
+    """``epsilon_e`` of Lemma A.9:
+    ``(k log^{1/2}(Dm/delta) + log^{3/2}(Dm/delta)) / sqrt(sigma_phi^2 sigma~^2 (D-k))``."""
     L = math.log(dist.D * m / delta)
     sigma_phi2 = float(dist.p_o * (1 - dist.p_o)) / float(dist.sigma2)
     return (dist.k * L**0.5 + L**1.5) / math.sqrt(
@@ -87,8 +89,8 @@ def probes(
     desc: str = "probe",
 ) -> dict:
     """Both readings of "train the best classifiers on top" of a frozen first layer (Section A.7.1):
-    ``standardised`` (logistic regression on standardised features) and ``raw`` (the network's second
-    layer trained with Adam on the raw features, like the RF baseline)."""
+    ``standardised`` (logistic regression on standardised features) and ``raw`` (the network's
+    second layer trained with Adam on the raw features, like the RF baseline)."""
     F, Ft = features(p, X), features(p, Xt)
     std = baselines.standardised_probe(F, y, Ft, yt)
     a, _ = baselines.train_linear_head(

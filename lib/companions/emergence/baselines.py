@@ -9,8 +9,8 @@
   a classifier on it"; Fang et al. 2021).
 * **One Step / Two Step**: the first layer frozen after step 1 / step 2, a classifier trained on the
   features. The source says "train the best classifiers on top"; two readings are offered: the best
-  linear classifier on *standardised* features (logistic regression by L-BFGS), and the network's own
-  second-layer training on the *raw* features.
+  linear classifier on *standardised* features (logistic regression by L-BFGS), and the network's
+  own second-layer training on the *raw* features.
 * **Kernel method**: kernel ridge regression with an RBF kernel on +-1 labels (Corollary 2.3).
 """
 
@@ -36,7 +36,8 @@ def train_linear_head(
     max_norm: float | None = None,
 ):
     """Hinge loss on ``<F(x), a>`` with Adam from ``a = 0`` (the RF baseline's second layer).
-    ``max_norm`` projects ``a`` on the ball ``||a|| <= B`` after each step (the class H_B of Theorem 2.2)."""
+    ``max_norm`` projects ``a`` on the ball ``||a|| <= B`` after each step (the class H_B of Theorem
+    2.2)."""
     a = torch.zeros(F.shape[1], dtype=F.dtype, device=F.device, requires_grad=True)
     opt = torch.optim.Adam([a], lr=lr)
     history: dict[str, list] = {"step": []}
@@ -67,7 +68,8 @@ def train_linear_head(
 
 
 class Linearised:
-    """The network linearised at ``theta_0`` (the NTK model): parameters ``dW, db, da`` start at 0."""
+    """The network linearised at ``theta_0`` (the NTK model): parameters ``dW, db, da`` start at
+    0."""
 
     def __init__(self, p0: Params):
         self.p0 = p0

@@ -1,4 +1,5 @@
-"""The chapters of the part "Feature emergence from inputs" and their parameters (see each notebook)."""
+"""The chapters of the part "Feature emergence from inputs" and their parameters (see each
+notebook)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,10 @@ TARGET = register_chapter(
             lambda p: (
                 None
                 if p["k"] <= p["D"] <= p["d"]
-                else f"parameters 'k' = {p['k']}, 'D' = {p['D']}, 'd' = {p['d']} are not allowed: need k <= D <= d"
+                else (
+                    f"parameters 'k' = {p['k']}, 'D' = {p['D']}, "
+                    f"'d' = {p['d']} are not allowed: need k <= D <= d"
+                )
             ),
         ),
     )
@@ -37,11 +41,20 @@ TARGET = register_chapter(
 
 def _check_first_steps(p):
     if not p["k"] <= p["D"] <= p["d"]:
-        return f"parameters 'k' = {p['k']}, 'D' = {p['D']}, 'd' = {p['d']} are not allowed: need k <= D <= d"
+        return (
+            f"parameters 'k' = {p['k']}, 'D' = {p['D']}, "
+            f"'d' = {p['d']} are not allowed: need k <= D <= d"
+        )
     if p["k"] % 2 == 0 or p["oracle_k"] % 2 == 0:
-        return f"parameters 'k' = {p['k']} and 'oracle_k' = {p['oracle_k']} must be odd (parity labels of D_A^mix)"
+        return (
+            f"parameters 'k' = {p['k']} and 'oracle_k' = {p['oracle_k']} "
+            "must be odd (parity labels of D_A^mix)"
+        )
     if not p["oracle_k"] < p["oracle_D"]:
-        return f"parameter 'oracle_D' = {p['oracle_D']} must exceed oracle_k = {p['oracle_k']} (background patterns)"
+        return (
+            f"parameter 'oracle_D' = {p['oracle_D']} must exceed "
+            f"oracle_k = {p['oracle_k']} (background patterns)"
+        )
     return None
 
 
@@ -123,9 +136,15 @@ FIRST_STEPS = register_chapter(
 
 def _check_fixed(p):
     if not p["k"] <= p["D"] <= p["d"]:
-        return f"parameters 'k' = {p['k']}, 'D' = {p['D']}, 'd' = {p['d']} are not allowed: need k <= D <= d"
+        return (
+            f"parameters 'k' = {p['k']}, 'D' = {p['D']}, "
+            f"'d' = {p['d']} are not allowed: need k <= D <= d"
+        )
     if p["k"] % 2 == 0 or any(v % 2 == 0 for v in p["bound_k_values"]):
-        return f"parameters 'k' and 'bound_k_values' must be odd (parity labels); got {p['k']}, {list(p['bound_k_values'])}"
+        return (
+            "parameters 'k' and 'bound_k_values' must be odd (parity labels); "
+            f"got {p['k']}, {list(p['bound_k_values'])}"
+        )
     if not p["walsh_k"] <= p["walsh_D"]:
         return f"parameter 'walsh_k' = {p['walsh_k']} must be at most walsh_D = {p['walsh_D']}"
     if p["kernel_n"] > p["n"]:
@@ -217,9 +236,15 @@ FIXED = register_chapter(
 
 def _check_structure(p):
     if not p["k"] <= p["D"] <= p["d"]:
-        return f"parameters 'k' = {p['k']}, 'D' = {p['D']}, 'd' = {p['d']} are not allowed: need k <= D <= d"
+        return (
+            f"parameters 'k' = {p['k']}, 'D' = {p['D']}, "
+            f"'d' = {p['d']} are not allowed: need k <= D <= d"
+        )
     if p["k"] % 2 == 0 or p["oracle_k"] % 2 == 0:
-        return f"parameters 'k' = {p['k']} and 'oracle_k' = {p['oracle_k']} must be odd (parity labels)"
+        return (
+            f"parameters 'k' = {p['k']} and "
+            f"'oracle_k' = {p['oracle_k']} must be odd (parity labels)"
+        )
     if not p["sq_k"] <= p["sq_D"]:
         return f"parameter 'sq_k' = {p['sq_k']} must be at most sq_D = {p['sq_D']}"
     if not p["oracle_k"] < p["oracle_D"]:
@@ -297,13 +322,22 @@ STRUCTURE = register_chapter(
 
 def _check_experiments(p):
     if not p["k"] <= p["D"] <= min(p["d"], *p["d_values"]):
-        return f"parameters 'k', 'D', 'd', 'd_values' are not allowed: need k <= D <= every d (got k={p['k']}, D={p['D']}, d={p['d']}, d_values={list(p['d_values'])})"
+        return (
+            "parameters 'k', 'D', 'd', 'd_values' are not allowed: need k <= D <= every d "
+            f"(got k={p['k']}, D={p['D']}, d={p['d']}, d_values={list(p['d_values'])})"
+        )
     if p["k"] % 2 == 0:
         return f"parameter 'k' = {p['k']} must be odd (parity labels)"
     if not p["interval_k"] <= p["interval_D"] <= p["d"]:
-        return f"parameters 'interval_k' = {p['interval_k']}, 'interval_D' = {p['interval_D']} need interval_k <= interval_D <= d"
+        return (
+            f"parameters 'interval_k' = {p['interval_k']}, "
+            f"'interval_D' = {p['interval_D']} need interval_k <= interval_D <= d"
+        )
     if len(p["n_values"]) != len(p["m_values"]):
-        return f"parameters 'n_values' and 'm_values' must have the same length (got {len(p['n_values'])} and {len(p['m_values'])})"
+        return (
+            "parameters 'n_values' and 'm_values' must have the same "
+            f"length (got {len(p['n_values'])} and {len(p['m_values'])})"
+        )
     if any(not 0 < r < 1 for r in p["ratios"]):
         return f"parameter 'ratios' = {list(p['ratios'])} must lie in (0, 1)"
     return None

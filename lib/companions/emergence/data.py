@@ -7,8 +7,8 @@ block is summarised by the law of ``S = sum_{j in A} phi~_j`` (``s_law``, exact 
 population moments (mean, sigma~, gamma) are closed forms computed from it.
 
 Normalisation (Section 2.3.1): ``x = (x~ - E x~) / sigma~`` with the *population* mean and
-``sigma~^2 = E sum_i (x~_i - E x~_i)^2 = sum_j Var(phi~_j)`` (M orthonormal), i.e. ``x = M phi`` with
-``phi = (phi~ - E phi~) / sigma~``.
+``sigma~^2 = E sum_i (x~_i - E x~_i)^2 = sum_j Var(phi~_j)`` (M orthonormal), i.e. ``x = M phi``
+with ``phi = (phi~ - E phi~) / sigma~``.
 """
 
 from __future__ import annotations
@@ -79,7 +79,8 @@ class Distribution:
 
     @property
     def sigma2(self) -> Fraction:
-        """``sigma~^2 = k p_A (1 - p_A) + (D - k) p_o (1 - p_o)`` (Bernoulli marginals, M orthonormal)."""
+        """``sigma~^2 = k p_A (1 - p_A) + (D - k) p_o (1 - p_o)`` (Bernoulli marginals, M
+        orthonormal)."""
         pa = self.p_relevant
         return self.k * pa * (1 - pa) + (self.D - self.k) * self.p_o * (1 - self.p_o)
 
@@ -238,7 +239,8 @@ def interval(
 
 
 def without_structure(dist: Distribution) -> Distribution:
-    """The same A, P and M with (A1'): every phi~_i ~ Bern(1/2) independently (F_Xi0, Theorem 2.4)."""
+    """The same A, P and M with (A1'): every phi~_i ~ Bern(1/2) independently (F_Xi0, Theorem
+    2.4)."""
     half = Fraction(1, 2)
     return Distribution(
         "uniform",

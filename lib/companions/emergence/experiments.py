@@ -39,10 +39,11 @@ def run_methods(
     gamma: float | None = None,
     class_weighted: bool = False,
 ) -> dict:
-    """Run ``methods`` on the training set ``(x, y)``; ``evals`` maps names to ``(x, y)`` evaluation sets
-    (the first is "test"). ``gamma`` overrides the gamma used by the initialisation and schedule (needed
-    without input structure, where gamma = 0). Returns, per method, final accuracies per evaluation
-    set and the training set, a test-accuracy curve, and the max cosine to ``sum_A M_j``.
+    """Run ``methods`` on the training set ``(x, y)``; ``evals`` maps names to ``(x, y)`` evaluation
+    sets (the first is "test"). ``gamma`` overrides the gamma used by the initialisation and
+    schedule (needed without input structure, where gamma = 0). Returns, per method, final
+    accuracies per evaluation set and the training set, a test-accuracy curve, and the max cosine to
+    ``sum_A M_j``.
     ``class_weighted``: the first two steps use the class-weighted loss (A.293) of Section A.8, for
     unbalanced classes."""
     device, dtype = x.device, x.dtype
@@ -125,7 +126,7 @@ def run_methods(
         elif method in ("one-step", "two-step"):
             p = p1 if method == "one-step" else p2
             F = net.features(p, x)
-            mean, std = F.mean(0), F.std(0)
+            std = F.std(0)
             keep = std > 1e-300
             xe, ye = evals[first]
             r = baselines.standardised_probe(F, y, net.features(p, xe), ye)
@@ -143,8 +144,8 @@ def run_methods(
     return out
 
 
-#: Tables A.1-A.5 of the source (dissertation Appendix A.7), transcribed: per method (train %, test %, cos);
-#: ``None`` where the table has no entry ("NA" for the NTK's cosine).
+#: Tables A.1-A.5 of the source (dissertation Appendix A.7), transcribed: per method (train %, test
+#: %, cos); ``None`` where the table has no entry ("NA" for the NTK's cosine).
 PAPER_TABLES = {
     "A.1": {
         "network": (100.0, 100.0, 0.997),
@@ -216,9 +217,9 @@ PAPER_TABLES = {
 def sample_with_ratio(
     dist, n: int, negative_fraction: float | None, generator: torch.Generator, device="cpu"
 ):
-    """``n`` examples of ``dist``; with ``negative_fraction = r``, exactly ``round(r n)`` of class -1 and the rest
-    of class +1, drawn by rejection from the distribution (Table A.4: "keep the total sample size but use
-    different class imbalance ratios")."""
+    """``n`` examples of ``dist``; with ``negative_fraction = r``, exactly ``round(r n)`` of class
+    -1 and the rest of class +1, drawn by rejection from the distribution (Table A.4: "keep the
+    total sample size but use different class imbalance ratios")."""
     if negative_fraction is None:
         x, y, _ = dist.sample(n, generator, device=device)
         return x, y
@@ -252,9 +253,9 @@ def table_run(
     progress: bool = False,
     class_weighted: bool = False,
 ) -> dict:
-    """One column set of Tables A.1-A.5: the six methods on ``dist`` and the network on ``free`` (the same
-    A, M and labels without structure). The initialisation and schedule use ``dist.gamma`` in both cases
-    (without structure gamma can be 0, where sigma_a is undefined). Returns per method
+    """One column set of Tables A.1-A.5: the six methods on ``dist`` and the network on ``free``
+    (the same A, M and labels without structure). The initialisation and schedule use ``dist.gamma``
+    in both cases (without structure gamma can be 0, where sigma_a is undefined). Returns per method
     ``(train, test, cos)`` and, for the probes, the raw reading's ``(train, test)``."""
     gen = torch.Generator().manual_seed(seed)
     x, y = sample_with_ratio(dist, n, negative_fraction, gen, device)

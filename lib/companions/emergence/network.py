@@ -6,10 +6,11 @@ each neuron; the expectation is taken analytically:
 ``E_xi sigma(z + xi) = F(z) - F(z - 1)`` with ``F(u) = u Phi(u/s) + s phi(u/s)``, whose derivative
 ``Phi(z/s) - Phi((z-1)/s)`` is ``E_xi I[z + xi in (0, 1)]`` of Lemma A.6, (A.19)-(A.21).
 
-Training (2.4): ``theta^(t) = theta^(t-1) - eta^(t) grad(L(g; sigma_xi^(t)) + R(g; lambda_a^(t), lambda_w^(t)))``
+Training (2.4):
+``theta^(t) = theta^(t-1) - eta^(t) grad(L(g; sigma_xi^(t)) + R(g; lambda_a^(t), lambda_w^(t)))``
 with ``R = sum_i lambda_a a_i^2 + lambda_w ||w_i||^2`` (biases are not regularised). The first two
-steps use large weight decay (lambda_w^(1) = 1/(2 eta^(1)), lambda^(2) = 1/2 with eta^(2) = 1), which
-erases the previous first-layer weights; the source gives two versions of the first step,
+steps use large weight decay (lambda_w^(1) = 1/(2 eta^(1)), lambda^(2) = 1/2 with eta^(2) = 1),
+which erases the previous first-layer weights; the source gives two versions of the first step,
 (A.214)-(A.215) (Lemma A.17) and (A.274)-(A.276) (Theorem A.20), both available as ``schedule``.
 """
 
@@ -51,13 +52,14 @@ def symmetric_init(
     dtype=torch.float64,
     device="cpu",
 ) -> Params:
-    """The "unbiased" initialisation of Section 2.3.1: for i in [m], ``w_i ~ N(0, sigma_w^2 I)`` with
-    ``sigma_w = 1/k``, ``b_i ~ N(0, sigma_b^2)`` with ``sigma_b = 1/k^2``, ``a_i ~ N(0, sigma_a^2)`` with
-    ``sigma_a = sigma~^2 / (gamma k^2)``; then ``w_{m+i} = w_i``, ``b_{m+i} = b_i``, ``a_{m+i} = -a_i``,
-    so that ``g^(0) = 0``."""
+    """The "unbiased" initialisation of Section 2.3.1: for i in [m], ``w_i ~ N(0, sigma_w^2 I)``
+    with ``sigma_w = 1/k``, ``b_i ~ N(0, sigma_b^2)`` with ``sigma_b = 1/k^2``,
+    ``a_i ~ N(0, sigma_a^2)`` with ``sigma_a = sigma~^2 / (gamma k^2)``; then ``w_{m+i} = w_i``,
+    ``b_{m+i} = b_i``, ``a_{m+i} = -a_i``, so that ``g^(0) = 0``."""
     if gamma <= 0:
         raise ValueError(
-            f"parameter 'gamma' = {gamma} is not allowed: sigma_a = sigma~^2/(gamma k^2) needs gamma > 0"
+            f"parameter 'gamma' = {gamma} is not allowed: "
+            "sigma_a = sigma~^2/(gamma k^2) needs gamma > 0"
         )
     W = torch.randn(m, d, generator=generator, dtype=torch.float64) / k
     b = torch.randn(m, generator=generator, dtype=torch.float64) / k**2
@@ -76,8 +78,9 @@ def truncated_relu(z: torch.Tensor) -> torch.Tensor:
 
 
 def smoothed_relu(z: torch.Tensor, s: float) -> torch.Tensor:
-    """``E_xi sigma(z + xi)``, ``xi ~ N(0, s^2)``: ``F(z) - F(z - 1)``, ``F(u) = u Phi(u/s) + s phi(u/s)``
-    (the expectation inside (2.3)); the plain truncated ReLU when ``s = 0``."""
+    """``E_xi sigma(z + xi)``, ``xi ~ N(0, s^2)``: ``F(z) - F(z - 1)``,
+    ``F(u) = u Phi(u/s) + s phi(u/s)`` (the expectation inside (2.3)); the plain truncated ReLU when
+    ``s = 0``."""
     if s == 0:
         return truncated_relu(z)
 
@@ -124,8 +127,8 @@ def gradients(
 ) -> Params:
     """``grad_theta L(g; sigma_xi)`` on the sample ``(X, y)``, written as in Lemma A.6:
     with ``u = y I[y g(x; xi) <= 1]`` and ``z = <w_i, x> + b_i``,
-    ``dL/dw_i = -a_i E{u E_xi I[z + xi in (0,1)] x}`` (A.19), the same without ``x`` for ``b_i`` (A.20),
-    and ``dL/da_i = -E{u E_xi sigma(z + xi)}`` (A.21).
+    ``dL/dw_i = -a_i E{u E_xi I[z + xi in (0,1)] x}`` (A.19), the same without ``x`` for ``b_i``
+    (A.20), and ``dL/da_i = -E{u E_xi sigma(z + xi)}`` (A.21).
     ``weights`` (summing to 1) replace the uniform average: with the probabilities of an enumerated
     support they give the exact population gradient."""
     z = preactivations(p, X)
@@ -160,10 +163,13 @@ def gd_step(
 def schedule(name: str, k: int, m: int, sigma_tilde: float, gamma: float, T: int) -> dict:
     """The hyperparameters of the first two steps and of the later steps.
 
-    ``'A.214'`` (Lemma A.17, (A.214)-(A.215)): ``eta^(1) = gamma^2 sigma~ / (k m^3)``, ``sigma_xi = k^{-3/2}``;
-    ``'A.274'`` (Theorem A.20, (A.274)-(A.276)): ``eta^(1) = gamma^2 sigma~^2 / (k m^3)``, ``sigma_xi = 1/k^2``.
-    Both: ``lambda_a^(1) = 0``, ``lambda_w^(1) = 1/(2 eta^(1))``; ``eta^(2) = 1``, ``lambda^(2) = 1/2``;
-    later steps ``eta = k^2 / (T m^{1/3})``, ``lambda <= k^3 / (sigma~ m^{1/3})``, ``sigma_xi = 0`` (A.276).
+    ``'A.214'`` (Lemma A.17, (A.214)-(A.215)): ``eta^(1) = gamma^2 sigma~ / (k m^3)``,
+    ``sigma_xi = k^{-3/2}``;
+    ``'A.274'`` (Theorem A.20, (A.274)-(A.276)): ``eta^(1) = gamma^2 sigma~^2 / (k m^3)``,
+    ``sigma_xi = 1/k^2``.
+    Both: ``lambda_a^(1) = 0``, ``lambda_w^(1) = 1/(2 eta^(1))``; ``eta^(2) = 1``,
+    ``lambda^(2) = 1/2``; later steps ``eta = k^2 / (T m^{1/3})``,
+    ``lambda <= k^3 / (sigma~ m^{1/3})``, ``sigma_xi = 0`` (A.276).
     """
     if name not in SCHEDULES:
         raise ValueError(
@@ -225,14 +231,15 @@ def train_late(
 ):
     """Steps t > 2 on minibatches of ``(X, y)`` with ``sigma_xi = 0``.
 
-    ``optimizer='theory'``: plain SGD with the caller's ``lr`` (the theory's ``k^2/(T m^{1/3})``) and
-    weight decay ``lam`` as in (2.4); ``optimizer='adam'``: Adam (the practical choice).
+    ``optimizer='theory'``: plain SGD with the caller's ``lr`` (the theory's ``k^2/(T m^{1/3})``)
+    and weight decay ``lam`` as in (2.4); ``optimizer='adam'``: Adam (the practical choice).
     ``evaluate(params) -> dict`` is called every ``eval_every`` steps and at the end; returns
     ``(params, history)`` with ``history = {'step': [...], <metric>: [...]}``.
     """
     if optimizer not in LATE_OPTIMIZERS:
         raise ValueError(
-            f"parameter 'optimizer' = {optimizer!r} is not allowed: expected one of {LATE_OPTIMIZERS}"
+            f"parameter 'optimizer' = {optimizer!r} is not allowed: "
+            f"expected one of {LATE_OPTIMIZERS}"
         )
     tensors = {
         name: getattr(p2, name).detach().clone().requires_grad_(name in train_params)

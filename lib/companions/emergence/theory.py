@@ -48,12 +48,13 @@ def target_network(k: int, P, mu) -> dict:
     """The network of the proof of Lemma 2.5 (A.6)-(A.16), in exact rationals.
 
     With ``w = sigma~ sum_{j in A} M_j``, ``<w, x> = S - mu`` (A.6). Two candidates:
-    ``g_1^*`` (A.7) with bumps ``delta_{p - mu, 2, 1/2}`` and ``g_2^*`` (A.11) with ``delta_{p - mu + 1/4, 4, 1/2}``,
-    ``+`` for ``p in P`` and ``-`` for ``p notin P``, ``0 <= p <= k``; the one whose biases all have
-    ``|b| >= 1/8`` is kept and rescaled by ``4k`` (A.15)-(A.16): ``a^* = 4k a``, ``w^* = w/(4k)``, ``b^* = b/(4k)``.
+    ``g_1^*`` (A.7) with bumps ``delta_{p - mu, 2, 1/2}`` and ``g_2^*`` (A.11) with
+    ``delta_{p - mu + 1/4, 4, 1/2}``, ``+`` for ``p in P`` and ``-`` for ``p notin P``,
+    ``0 <= p <= k``; the one whose biases all have ``|b| >= 1/8`` is kept and rescaled by ``4k``
+    (A.15)-(A.16): ``a^* = 4k a``, ``w^* = w/(4k)``, ``b^* = b/(4k)``.
 
-    Returns ``{'a': [...], 'b': [...], 'scale': 1/(4k), 'candidate': 1 or 2}``: neuron ``i`` computes
-    ``a_i sigma(scale (S - mu) + b_i)`` (``<w^*, x> = (S - mu)/(4k)`` for every neuron).
+    Returns ``{'a': [...], 'b': [...], 'scale': 1/(4k), 'candidate': 1 or 2}``: neuron ``i``
+    computes ``a_i sigma(scale (S - mu) + b_i)`` (``<w^*, x> = (S - mu)/(4k)`` for every neuron).
     """
     P = set(P)
     mu = Fraction(mu)
@@ -87,8 +88,9 @@ def target_output(net: dict, S: int, mu) -> Fraction:
 
 
 def lemma_2_5_report(k: int, P, mu) -> dict:
-    """Every statement of Lemma 2.5 for one ``(k, P, mu)``, exactly: ``g^*(S) = y(S)`` for ``S = 0..k``,
-    ``n = 3(k+1)``, ``|a^*| <= 32k``, ``1/(32k) <= |b^*| <= 1/2``, ``|<w^*, x> + b^*| <= 1``."""
+    """Every statement of Lemma 2.5 for one ``(k, P, mu)``, exactly: ``g^*(S) = y(S)`` for
+    ``S = 0..k``, ``n = 3(k+1)``, ``|a^*| <= 32k``, ``1/(32k) <= |b^*| <= 1/2``,
+    ``|<w^*, x> + b^*| <= 1``."""
     net = target_network(k, P, mu)
     mu = Fraction(mu)
     outputs = [target_output(net, S, mu) for S in range(k + 1)]
@@ -106,8 +108,9 @@ def lemma_2_5_report(k: int, P, mu) -> dict:
 
 
 def lemma_2_5_exhaustive(k_max: int, mu_denominator: int = 7) -> dict:
-    """Lemma 2.5 for every ``k <= k_max``, every ``P subseteq [k]`` and every ``mu in {0, 1/q, ..., k}``
-    (``q = mu_denominator``); returns counts of cases and of violations of each statement."""
+    """Lemma 2.5 for every ``k <= k_max``, every ``P subseteq [k]`` and every
+    ``mu in {0, 1/q, ..., k}`` (``q = mu_denominator``); returns counts of cases and of violations
+    of each statement."""
     counts = dict(cases=0, misfit=0, size=0, a_bound=0, b_bound=0, pre_bound=0, candidate2=0)
     for k in range(1, k_max + 1):
         subsets = [set(c) for r in range(k + 1) for c in itertools.combinations(range(1, k + 1), r)]
@@ -127,8 +130,8 @@ def lemma_2_5_exhaustive(k_max: int, mu_denominator: int = 7) -> dict:
 
 
 def target_params(dist, dtype=torch.float64, device="cpu") -> Params:
-    """The Lemma 2.5 network for a :class:`~companions.emergence.data.Distribution` as float tensors:
-    ``w_i^* = sigma~ sum_{j in A} M_j / (4k)`` for every neuron."""
+    """The Lemma 2.5 network for a :class:`~companions.emergence.data.Distribution` as float
+    tensors: ``w_i^* = sigma~ sum_{j in A} M_j / (4k)`` for every neuron."""
     net = target_network(dist.k, dist.P, dist.mu)
     n = len(net["a"])
     w = dist.sigma * dist.signal_direction / (4 * dist.k)
@@ -171,10 +174,11 @@ def lemma_a8(dist) -> dict:
 def gradient_terms(
     dist, w: torch.Tensor, b: float, s: float, u: torch.Tensor | None = None
 ) -> dict:
-    """The exact population ``T_j = E{u E_xi I[<w, x> + b + xi in (0,1)] phi_j}`` of (A.50) on the support
-    of a tiny distribution (``u = y`` at ``g = 0``; pass ``u = y I[y g <= 1]`` for a later step), with
-    ``beta = Pr[<phi_{-A}, q_{-A}> + b + xi in (0, 1)]`` and the prediction ``beta gamma / sigma~`` for ``j in A``.
-    Also ``T_b`` (Lemma A.10: the same without ``phi_j``)."""
+    """The exact population ``T_j = E{u E_xi I[<w, x> + b + xi in (0,1)] phi_j}`` of (A.50) on the
+    support of a tiny distribution (``u = y`` at ``g = 0``; pass ``u = y I[y g <= 1]`` for a later
+    step), with ``beta = Pr[<phi_{-A}, q_{-A}> + b + xi in (0, 1)]`` and the prediction
+    ``beta gamma / sigma~`` for ``j in A``. Also ``T_b`` (Lemma A.10: the same without
+    ``phi_j``)."""
     grid, prob = dist.support()
     phi = dist.normalise(grid)
     y = dist.labels(grid)
@@ -202,18 +206,19 @@ def gradient_terms(
 
 
 def linear_ceiling(k: int, p_o) -> Fraction:
-    """``acc_lin(k, p_o) = 1 - p_o/2 + (p_o/2) binom(k-1, (k-1)/2) 2^{-(k-1)}``: majority of ``z_A`` is right
-    on all of D^(1) and on ``1/2 + binom(k-1,(k-1)/2)/2^k`` of the uniform part (k odd)."""
+    """``acc_lin(k, p_o) = 1 - p_o/2 + (p_o/2) binom(k-1, (k-1)/2) 2^{-(k-1)}``: majority of ``z_A``
+    is right on all of D^(1) and on ``1/2 + binom(k-1,(k-1)/2)/2^k`` of the uniform part (k odd)."""
     p_o = Fraction(p_o).limit_denominator(10**6)
     return 1 - p_o / 2 + p_o / 2 * Fraction(math.comb(k - 1, (k - 1) // 2), 2 ** (k - 1))
 
 
 def best_halfspace_accuracy(k: int, p_o, max_weight: int | None = None) -> Fraction:
     """The best accuracy of ``sign(<u, z_A> + c)`` on D_A^mix, by enumerating integer weights
-    ``|u_i| <= max_weight`` and every useful threshold (every threshold function on ``k <= 5`` inputs has
-    integer weights at most 1, 1, 2, 3, 5 for k = 1..5; S. Muroga, Threshold Logic and Its Applications,
-    Wiley 1971). Background coordinates cannot help at
-    ``p_o = 1/2`` (independent of everything), so the accuracy is over the ``2^k`` relevant patterns."""
+    ``|u_i| <= max_weight`` and every useful threshold (every threshold function on ``k <= 5``
+    inputs has integer weights at most 1, 1, 2, 3, 5 for k = 1..5; S. Muroga, Threshold Logic and
+    Its Applications, Wiley 1971). Background coordinates cannot help at
+    ``p_o = 1/2`` (independent of everything), so the accuracy is over the ``2^k`` relevant
+    patterns."""
     if max_weight is None:
         max_weight = {1: 1, 2: 1, 3: 2, 4: 3, 5: 5}.get(k)
         if max_weight is None:
@@ -248,9 +253,9 @@ def best_halfspace_accuracy(k: int, p_o, max_weight: int | None = None) -> Fract
 
 
 def fixed_feature_bound(N, B, k, p_o, reading: str = "linear") -> float:
-    """The hinge-loss lower bound of Theorem 2.2: ``p_o (1 - sqrt(2N) B / 2^k)`` (``reading='linear'``,
-    what the Bessel argument gives), or ``p_o (1 - sqrt(2 N B) / 2^k)`` (``reading='root'``, the text's
-    typesetting). Negative values mean the bound is vacuous."""
+    """The hinge-loss lower bound of Theorem 2.2: ``p_o (1 - sqrt(2N) B / 2^k)``
+    (``reading='linear'``, what the Bessel argument gives), or ``p_o (1 - sqrt(2 N B) / 2^k)``
+    (``reading='root'``, the text's typesetting). Negative values mean the bound is vacuous."""
     if reading == "linear":
         return p_o * (1 - math.sqrt(2 * N) * B / 2**k)
     if reading == "root":
@@ -268,8 +273,8 @@ def bessel_bound(N, B, D, k) -> float:
 
 def walsh_hadamard(values: np.ndarray) -> np.ndarray:
     """Unnormalised fast Walsh-Hadamard transform along axis 0 (length ``2^D``), exact on integers:
-    entry ``S`` is ``sum_z f(z) chi_S(z)`` with ``z`` indexed by the bits of the row index (bit = 1 means
-    ``z_j = -1``), so ``hat f(S) = entry / 2^D``."""
+    entry ``S`` is ``sum_z f(z) chi_S(z)`` with ``z`` indexed by the bits of the row index (bit = 1
+    means ``z_j = -1``), so ``hat f(S) = entry / 2^D``."""
     f = np.array(values, dtype=object if values.dtype == object else np.int64, copy=True)
     h, n = 1, f.shape[0]
     while h < n:
@@ -287,8 +292,9 @@ def cube(D: int) -> np.ndarray:
 
 
 def integer_features(D: int, N: int, rng: np.random.Generator, L: int = 6) -> np.ndarray:
-    """``N`` clipped ReLU-like features with integer numerators: ``Psi_i(z) = clip(<u_i, z> + c_i, -L, L) / L``
-    with integer ``u_i, c_i``; returns the numerators (``2^D x N``), so ``Psi = numerators / L`` in ``[-1, 1]``."""
+    """``N`` clipped ReLU-like features with integer numerators:
+    ``Psi_i(z) = clip(<u_i, z> + c_i, -L, L) / L`` with integer ``u_i, c_i``; returns the numerators
+    (``2^D x N``), so ``Psi = numerators / L`` in ``[-1, 1]``."""
     Z = cube(D)
     U = rng.integers(-2, 3, size=(N, D))
     c = rng.integers(-2, 3, size=N)
@@ -296,9 +302,9 @@ def integer_features(D: int, N: int, rng: np.random.Generator, L: int = 6) -> np
 
 
 def parseval_check(numerators: np.ndarray, D: int, k: int) -> dict:
-    """Exact integer checks behind Theorem A.23: Parseval ``sum_S hat Psi_i(S)^2 = E Psi_i^2`` for every
-    feature, and Bessel ``sum_{|A|=k} ||E[chi_A Psi]||^2 <= sum_i E Psi_i^2 <= N`` (in units of
-    ``1 / (L^2 4^D)``), hence ``min_A ||E[chi_A Psi]||^2 <= N / binom(D, k)``."""
+    """Exact integer checks behind Theorem A.23: Parseval ``sum_S hat Psi_i(S)^2 = E Psi_i^2`` for
+    every feature, and Bessel ``sum_{|A|=k} ||E[chi_A Psi]||^2 <= sum_i E Psi_i^2 <= N`` (in units
+    of ``1 / (L^2 4^D)``), hence ``min_A ||E[chi_A Psi]||^2 <= N / binom(D, k)``."""
     n = 2**D
     coeffs = walsh_hadamard(numerators)  # 2^D * L * hat Psi
     lhs = (coeffs.astype(object) ** 2).sum(0)  # per feature: 4^D L^2 sum_S hat^2
@@ -322,8 +328,8 @@ def parseval_check(numerators: np.ndarray, D: int, k: int) -> dict:
 
 
 def sq_numbers(D: int, k: int) -> dict:
-    """``d = binom(D, k)`` (a lower bound on SQ-DIM by pairwise uncorrelated parities), the query bound
-    ``d^{1/3}/2`` and the error threshold ``1/2 - 1/d^3`` of Theorem 2.4 (A.26)."""
+    """``d = binom(D, k)`` (a lower bound on SQ-DIM by pairwise uncorrelated parities), the query
+    bound ``d^{1/3}/2`` and the error threshold ``1/2 - 1/d^3`` of Theorem 2.4 (A.26)."""
     dim = math.comb(D, k)
     return {
         "sq_dim": dim,
@@ -333,8 +339,9 @@ def sq_numbers(D: int, k: int) -> dict:
 
 
 def parity_correlations(D: int, k: int) -> dict:
-    """For every pair ``A != A'`` of size ``k``, ``Pr[c_A = c_A'] - Pr[c_A != c_A']`` under the uniform law,
-    exactly (integer counts over ``{0,1}^D``), with ``c_A = I[sum_{j in A}(1 - phi~_j) odd]``."""
+    """For every pair ``A != A'`` of size ``k``, ``Pr[c_A = c_A'] - Pr[c_A != c_A']`` under the
+    uniform law, exactly (integer counts over ``{0,1}^D``), with
+    ``c_A = I[sum_{j in A}(1 - phi~_j) odd]``."""
     Z = cube(D)  # z = 2 phi~ - 1
     phi_t = (Z + 1) // 2
     subsets = list(itertools.combinations(range(D), k))
@@ -352,8 +359,9 @@ def parity_correlations(D: int, k: int) -> dict:
 
 
 def binomial_at_least_16_to_k(D_max: int) -> dict:
-    """Exhaustive integer check of ``binom(D, k) >= 16^k`` for every ``1 <= k <= D/16``, ``D <= D_max``
-    (the step from Bessel's ``B sqrt(N / binom(D, k))`` to the ``2^k`` form of Theorem 2.2)."""
+    """Exhaustive integer check of ``binom(D, k) >= 16^k`` for every ``1 <= k <= D/16``,
+    ``D <= D_max`` (the step from Bessel's ``B sqrt(N / binom(D, k))`` to the ``2^k`` form of
+    Theorem 2.2)."""
     cases = violations = 0
     for D in range(16, D_max + 1):
         for k in range(1, D // 16 + 1):
@@ -376,7 +384,8 @@ def readings_symbolic() -> dict:
 
 
 def nontrivial_size(k: int) -> float:
-    """The bound ``p_o (1 - sqrt(2N) B / 2^k)`` is positive iff ``N B^2 < 4^k / 2``: returns ``4^k / 2``."""
+    """The bound ``p_o (1 - sqrt(2N) B / 2^k)`` is positive iff ``N B^2 < 4^k / 2``: returns
+    ``4^k / 2``."""
     return 4**k / 2
 
 
@@ -392,8 +401,8 @@ def mixture_background_covariance(p_o) -> Fraction:
 
 def sq_concept(D: int, A, literal: bool = False) -> np.ndarray:
     """The concept of the proof of Theorem 2.4 on every ``phi~ in {0,1}^D`` (rows in the order of
-    :func:`cube`, ``phi~ = (z + 1)/2``): ``g_A = I[sum_{j in A} (1 - phi~_j) odd]`` (0/1). With ``literal=True``,
-    the sum runs over all ``j`` as printed, and ``A`` plays no role."""
+    :func:`cube`, ``phi~ = (z + 1)/2``): ``g_A = I[sum_{j in A} (1 - phi~_j) odd]`` (0/1). With
+    ``literal=True``, the sum runs over all ``j`` as printed, and ``A`` plays no role."""
     phi_t = (cube(D) + 1) // 2
     cols = list(range(D)) if literal else list(A)
     return (1 - phi_t[:, cols]).sum(1) % 2
@@ -403,8 +412,9 @@ def theorem_2_1_rates() -> dict:
     """Sympy: the rate algebra of the proof of Theorem 2.1. Substituting the late-stage rate
     ``eta = k^2 / (T m^{1/3})`` (A.276) into the terms of (A.281),
     ``{k^9/m, k^4 eta^2 T^2, k^3 T/m^2, k^9/(eta T m), eta m}``, gives
-    ``{k^9/m, k^8/m^{2/3}, k^3 T/m^2, k^7/m^{2/3}, k^2 m^{2/3}/T}``; at ``T = m^{4/3}`` the largest is ``k^8/m^{2/3}``
-    once ``m >= k^3``, and ``k^8/m^{2/3} = epsilon`` gives the width ``m = k^12/epsilon^{3/2}`` of Theorem 2.1."""
+    ``{k^9/m, k^8/m^{2/3}, k^3 T/m^2, k^7/m^{2/3}, k^2 m^{2/3}/T}``; at ``T = m^{4/3}`` the largest
+    is ``k^8/m^{2/3}`` once ``m >= k^3``, and ``k^8/m^{2/3} = epsilon`` gives the width
+    ``m = k^12/epsilon^{3/2}`` of Theorem 2.1."""
     import sympy as sp
 
     k, m, T, eps = sp.symbols("k m T epsilon", positive=True)

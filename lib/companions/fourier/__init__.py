@@ -13,11 +13,12 @@ margins), ``neuron`` (the single-neuron margin), ``construction`` (Lemma 4.11), 
 (Fourier spectra), ``symbolic`` (sympy identities), ``ascent`` (random neurons and the
 single-neuron ascent), ``training`` (Theorem 4.9's training), ``transformer`` (Section 4.5).
 
-Shapes: a network with ``m`` neurons is ``U`` of shape ``(..., m, k, p)`` (the ``u_{i,j}``) and ``W``
-of shape ``(..., m, p)`` (the ``w_i``); leading dimensions are independent runs. Inputs are integer
-tuples ``a`` of shape ``(N, k)``. DFT convention (Section 4.4.1): ``f_hat(j) = sum_a f(a) exp(-2 pi i j a / p)``,
-which is ``torch.fft.fft``. Phases use the convention of Lemma C.15, ``u(a) = beta cos(theta + 2 pi zeta a / p)``,
-so ``u_hat(zeta) = (p beta / 2) exp(i theta)``.
+Shapes: a network with ``m`` neurons is ``U`` of shape ``(..., m, k, p)`` (the ``u_{i,j}``) and
+``W`` of shape ``(..., m, p)`` (the ``w_i``); leading dimensions are independent runs. Inputs are
+integer tuples ``a`` of shape ``(N, k)``. DFT convention (Section 4.4.1):
+``f_hat(j) = sum_a f(a) exp(-2 pi i j a / p)``, which is ``torch.fft.fft``. Phases use the
+convention of Lemma C.15, ``u(a) = beta cos(theta + 2 pi zeta a / p)``, so
+``u_hat(zeta) = (p beta / 2) exp(i theta)``.
 """
 
 from companions.fourier import (  # noqa: F401

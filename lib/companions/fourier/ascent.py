@@ -30,7 +30,8 @@ from companions.fourier.neuron import neuron_expected_margin_fourier
 def random_unit_neurons(
     n: int, p: int, k: int, generator: torch.Generator, dtype=torch.float64, device="cpu"
 ):
-    """``n`` neurons with Gaussian entries, scaled to ``||theta_i||_2 = 1``: ``U (n, k, p)``, ``W (n, p)``."""
+    """``n`` neurons with Gaussian entries, scaled to ``||theta_i||_2 = 1``: ``U (n, k, p)``,
+    ``W (n, p)``."""
     V = torch.randn(n, k + 1, p, generator=generator, dtype=dtype)
     V = V / V.pow(2).sum((-1, -2), keepdim=True).sqrt()
     V = V.to(device)
@@ -47,9 +48,9 @@ def single_neuron_ascent(
     dtype=torch.float64,
     device="cpu",
 ):
-    """Maximize the single-neuron class-weighted margin over the unit ball (Definition C.13) by Adam on
-    ``psi(theta / ||theta||)`` from ``starts`` random starts (vectorized). Returns ``(U, W, values)`` with
-    unit-norm neurons and their exact (eq. C.10) objective values."""
+    """Maximize the single-neuron class-weighted margin over the unit ball (Definition C.13) by Adam
+    on ``psi(theta / ||theta||)`` from ``starts`` random starts (vectorized). Returns
+    ``(U, W, values)`` with unit-norm neurons and their exact (eq. C.10) objective values."""
     U, W = random_unit_neurons(starts, p, k, generator, dtype, device)
     U, W = U.clone().requires_grad_(True), W.clone().requires_grad_(True)
     opt = torch.optim.Adam([U, W], lr=lr)
@@ -68,8 +69,8 @@ def single_neuron_ascent(
 def construction_report(
     p: int, k: int, device="cpu", dtype=torch.float64, chunk: int = 4096
 ) -> dict:
-    """Everything Lemma 4.11 / C.18 and Lemma 4.10 / C.15 say about the explicit network, measured in
-    ``dtype`` over all ``p^k`` inputs: its width, normalized margin and gamma*, the spread of the
+    """Everything Lemma 4.11 / C.18 and Lemma 4.10 / C.15 say about the explicit network, measured
+    in ``dtype`` over all ``p^k`` inputs: its width, normalized margin and gamma*, the spread of the
     margins (all points on the margin: q* uniform), the spread of the wrong logits (Condition 4.8),
     the accuracy, the gap to ``C sum_zeta cos_zeta(sum a - c)``, neuron norms, concentration,
     frequencies covered, the phase condition, and each neuron's own class-weighted margin."""

@@ -8,7 +8,10 @@ from companions.scale import Chapter, Float, Int, ListOf, register_chapter
 
 def _check_p(name: str, p: int):
     if not is_odd_prime(p):
-        return f"parameter {name!r} = {p} is not allowed: the source needs an odd prime p > 2 (Section 4.3.1)"
+        return (
+            f"parameter {name!r} = {p} is not allowed: "
+            "the source needs an odd prime p > 2 (Section 4.3.1)"
+        )
     return None
 
 
@@ -22,10 +25,11 @@ def _check_exact(params):
         if msg:
             return msg
     size = params["p"] ** (params["k"] + 1) * construction_width(params["p"], params["k"])
-    if size > 5e11:
+    if size > 1e12:
         return (
-            f"parameters 'p' = {params['p']} and 'k' = {params['k']} are not allowed together: the explicit network "
-            f"evaluated on all p^k inputs costs p^(k+1) m* = {size:.3g} (at most 5e11)"
+            f"parameters 'p' = {params['p']} and 'k' = {params['k']} "
+            "are not allowed together: the explicit network "
+            f"evaluated on all p^k inputs costs p^(k+1) m* = {size:.3g} (at most 1e12)"
         )
     return None
 
@@ -35,7 +39,10 @@ def _check_training(params):
     if msg:
         return msg
     if params["batch"] and params["batch"] > params["p"] ** params["k"]:
-        return f"parameter 'batch' = {params['batch']} is not allowed: it exceeds |D_p| = p^k = {params['p'] ** params['k']}"
+        return (
+            f"parameter 'batch' = {params['batch']} is not allowed: "
+            f"it exceeds |D_p| = p^k = {params['p'] ** params['k']}"
+        )
     return None
 
 
@@ -182,7 +189,8 @@ def _check_transformer(params):
         return f"parameter 'p' = {params['p']} is not allowed: the source needs an odd prime p > 2"
     if len(params["grok_p"]) != len(params["grok_k"]):
         return (
-            f"parameters 'grok_p' = {list(params['grok_p'])} and 'grok_k' = {list(params['grok_k'])} are not allowed "
+            f"parameters 'grok_p' = {list(params['grok_p'])} and "
+            f"'grok_k' = {list(params['grok_k'])} are not allowed "
             "together: they pair up, so they need the same length"
         )
     for i, q in enumerate(params["grok_p"]):

@@ -11,8 +11,8 @@ import torch
 
 @dataclass
 class Construction:
-    """The network of Lemma C.18: ``U (m*, k, p)``, ``W (m*, p)``, each neuron's frequency and its phases
-    in the convention ``beta cos(theta + 2 pi zeta a / p)``."""
+    """The network of Lemma C.18: ``U (m*, k, p)``, ``W (m*, p)``, each neuron's frequency and its
+    phases in the convention ``beta cos(theta + 2 pi zeta a / p)``."""
 
     U: torch.Tensor
     W: torch.Tensor
@@ -28,9 +28,9 @@ class Construction:
 def _construction_terms(k: int):
     """The neurons of one frequency in the construction of Lemma 4.11 / C.18, as ``(b, c, s)``:
     ``b`` in {0,1}^(k+1) with an even number of ones picks cos (0) or sin (1) for each of the k
-    inputs and the output; ``c`` in {1} x {+-1}^(k-1) are the input signs; ``s`` is the output's sign,
-    (-1)^(|b|/2) times the product of ``c``. 2^k * 2^(k-1) = 2^(2k-1) terms. Shared by the float
-    network (:func:`construction`) and its exact check (:func:`construction_identity`)."""
+    inputs and the output; ``c`` in {1} x {+-1}^(k-1) are the input signs; ``s`` is the output's
+    sign, (-1)^(|b|/2) times the product of ``c``. 2^k * 2^(k-1) = 2^(2k-1) terms. Shared by the
+    float network (:func:`construction`) and its exact check (:func:`construction_identity`)."""
     for b in itertools.product((0, 1), repeat=k + 1):
         if sum(b) % 2:
             continue
@@ -43,11 +43,11 @@ def _construction_terms(k: int):
 def construction(p: int, k: int, dtype=torch.float64, device="cpu") -> Construction:
     """The ``2^(2k-1)(p-1)/2`` neurons of Lemma 4.11 / C.18, each of norm 1.
 
-    For every frequency zeta, every ``b in {0,1}^(k+1)`` with an even number of ones (the nonzero terms
-    of eq. C.21, with ``a_{k+1} = -c``) and every sign vector ``c in {+-1}^k`` with ``c_1 = +1`` (half of
-    the signed sum of Lemma C.16, Part 3, since ``c`` and ``-c`` give the same term) one neuron:
-    ``u_j = beta c_j T_{b_j}(2 pi zeta a / p)`` with ``T_0 = cos``, ``T_1 = sin``, and
-    ``w = beta s T~_{b_{k+1}}(2 pi zeta c / p)`` with ``T~_0 = cos``, ``T~_1 = -sin`` and
+    For every frequency zeta, every ``b in {0,1}^(k+1)`` with an even number of ones (the nonzero
+    terms of eq. C.21, with ``a_{k+1} = -c``) and every sign vector ``c in {+-1}^k`` with
+    ``c_1 = +1`` (half of the signed sum of Lemma C.16, Part 3, since ``c`` and ``-c`` give the same
+    term) one neuron: ``u_j = beta c_j T_{b_j}(2 pi zeta a / p)`` with ``T_0 = cos``, ``T_1 = sin``,
+    and ``w = beta s T~_{b_{k+1}}(2 pi zeta c / p)`` with ``T~_0 = cos``, ``T~_1 = -sin`` and
     ``s = (-1)^[sum b = 2 mod 4] prod_j c_j``; ``beta = sqrt(2 / ((k+1) p))``.
     """
     beta = math.sqrt(2 / ((k + 1) * p))

@@ -16,8 +16,9 @@ def stacked(U: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
 
 def folded_power(v: torch.Tensor) -> torch.Tensor:
     """One-sided power spectrum of real vectors along the last axis: ``P(0) = |v_hat(0)|^2`` and
-    ``P(zeta) = |v_hat(zeta)|^2 + |v_hat(-zeta)|^2`` for zeta = 1..(p-1)/2 (p odd): shape ``(..., (p+1)/2)``.
-    Folding +-zeta is what makes a real single-frequency vector have normalized power 1."""
+    ``P(zeta) = |v_hat(zeta)|^2 + |v_hat(-zeta)|^2`` for zeta = 1..(p-1)/2 (p odd): shape
+    ``(..., (p+1)/2)``. Folding +-zeta is what makes a real single-frequency vector have normalized
+    power 1."""
     p = v.shape[-1]
     pw = torch.fft.fft(v).abs().pow(2)
     half = (p - 1) // 2
@@ -40,15 +41,17 @@ def dominant_frequency(power: torch.Tensor) -> torch.Tensor:
 
 
 def two_sided_max_power(v: torch.Tensor) -> torch.Tensor:
-    """Figure 4.2's "maximum normalized power" taken literally: ``max_i |v_hat[i]|^2 / sum_j |v_hat[j]|^2``
-    over the unfolded spectrum. It is 1/2 for any real single-frequency vector (the erratum)."""
+    """Figure 4.2's "maximum normalized power" taken literally:
+    ``max_i |v_hat[i]|^2 / sum_j |v_hat[j]|^2`` over the unfolded spectrum. It is 1/2 for any real
+    single-frequency vector (the erratum)."""
     pw = torch.fft.fft(v).abs().pow(2)
     return pw.amax(-1) / pw.sum(-1).clamp_min(1e-300)
 
 
 def phase_lock(U: torch.Tensor, W: torch.Tensor, zeta: torch.Tensor | None = None) -> torch.Tensor:
     """``cos(sum_j theta_{u_j} - theta_w)`` at each neuron's (dominant) frequency, with
-    ``theta = arg v_hat(zeta)``; 1 when the phases satisfy Lemma C.15's condition. Shape ``(..., m)``."""
+    ``theta = arg v_hat(zeta)``; 1 when the phases satisfy Lemma C.15's condition. Shape
+    ``(..., m)``."""
     if zeta is None:
         zeta = dominant_frequency(neuron_spectrum(U, W))
     V = torch.fft.fft(stacked(U, W))  # (..., m, k+1, p)
@@ -71,7 +74,8 @@ def live_neurons(U: torch.Tensor, W: torch.Tensor, fraction: float = 0.1) -> tor
 
 
 def network_dft(U: torch.Tensor, W: torch.Tensor, p: int) -> torch.Tensor:
-    """The (k+1)-dimensional DFT of ``f(a_1, ..., a_k, c)`` (Section C.8.2), shape ``(p,) * (k+1)``."""
+    """The (k+1)-dimensional DFT of ``f(a_1, ..., a_k, c)`` (Section C.8.2), shape
+    ``(p,) * (k+1)``."""
     k = U.shape[-2]
     a, _ = dataset(p, k, device=U.device)
     f = forward(U, W, a, chunk=4096).reshape(*([p] * (k + 1)))

@@ -1,11 +1,12 @@
 """The task (eq. 4.1), the network (eq. 4.2), its norms (Definition C.2) and margins
 (Definitions 4.2-4.6), and gamma* (Lemma 4.10 = C.15).
 
-Shapes: a network with ``m`` neurons is ``U`` of shape ``(..., m, k, p)`` (the ``u_{i,j}``) and ``W``
-of shape ``(..., m, p)`` (the ``w_i``); leading dimensions are independent runs. Inputs are integer
-tuples ``a`` of shape ``(N, k)``. DFT convention (Section 4.4.1): ``f_hat(j) = sum_a f(a) exp(-2 pi i j a / p)``,
-which is ``torch.fft.fft``. Phases use the convention of Lemma C.15, ``u(a) = beta cos(theta + 2 pi zeta a / p)``,
-so ``u_hat(zeta) = (p beta / 2) exp(i theta)``.
+Shapes: a network with ``m`` neurons is ``U`` of shape ``(..., m, k, p)`` (the ``u_{i,j}``) and
+``W`` of shape ``(..., m, p)`` (the ``w_i``); leading dimensions are independent runs. Inputs are
+integer tuples ``a`` of shape ``(N, k)``. DFT convention (Section 4.4.1):
+``f_hat(j) = sum_a f(a) exp(-2 pi i j a / p)``, which is ``torch.fft.fft``. Phases use the
+convention of Lemma C.15, ``u(a) = beta cos(theta + 2 pi zeta a / p)``, so
+``u_hat(zeta) = (p beta / 2) exp(i theta)``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import torch
 
 def dataset(p: int, k: int, device="cpu") -> tuple[torch.Tensor, torch.Tensor]:
     """All ``p^k`` tuples ``a`` of Z_p^k (the theory's D_p, Section 4.3.1) and their labels
-    ``y = (a_1 + ... + a_k) mod p`` (eq. 4.1). ``a`` has shape ``(p^k, k)``, in lexicographic order."""
+    ``y = (a_1 + ... + a_k) mod p`` (eq. 4.1). ``a`` has shape ``(p^k, k)``, in lexicographic
+    order."""
     grids = (
         torch.cartesian_prod(*[torch.arange(p, device=device)] * k)
         if k > 1
@@ -43,7 +45,8 @@ def hidden(U: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
 def forward(
     U: torch.Tensor, W: torch.Tensor, a: torch.Tensor, chunk: int | None = None
 ) -> torch.Tensor:
-    """``f(theta, a) = sum_i (u_{i,1}(a_1) + ... + u_{i,k}(a_k))^k w_i`` (eq. 4.2), shape ``(..., N, p)``.
+    """``f(theta, a) = sum_i (u_{i,1}(a_1) + ... + u_{i,k}(a_k))^k w_i`` (eq. 4.2), shape
+    ``(..., N, p)``.
 
     With ``chunk``, the inputs are processed ``chunk`` at a time (same result, bounded memory)."""
     k = U.shape[-2]
@@ -55,19 +58,21 @@ def forward(
 
 
 def neuron_norms(U: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
-    """``||theta_i||_2 = (sum_j ||u_{i,j}||^2 + ||w_i||^2)^(1/2)`` (Section 4.3.1), shape ``(..., m)``."""
+    """``||theta_i||_2 = (sum_j ||u_{i,j}||^2 + ||w_i||^2)^(1/2)`` (Section 4.3.1), shape
+    ``(..., m)``."""
     return (U.pow(2).sum((-1, -2)) + W.pow(2).sum(-1)).sqrt()
 
 
 def norm_ab(U: torch.Tensor, W: torch.Tensor, b: float) -> torch.Tensor:
-    """``||theta||_{2,b} = (sum_i ||theta_i||_2^b)^(1/b)`` (Definition C.2 with a = 2). The power is taken
-    of ``||theta_i||^2`` so that the gradient at a zero neuron is zero, not NaN."""
+    """``||theta||_{2,b} = (sum_i ||theta_i||_2^b)^(1/b)`` (Definition C.2 with a = 2). The power is
+    taken of ``||theta_i||^2`` so that the gradient at a zero neuron is zero, not NaN."""
     sq = U.pow(2).sum((-1, -2)) + W.pow(2).sum(-1)
     return sq.pow(b / 2).sum(-1).pow(1 / b)
 
 
 def margins(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """``g(theta, x, y) = f[y] - max_{y' != y} f[y']`` (Definition 4.2), per input: shape ``(..., N)``."""
+    """``g(theta, x, y) = f[y] - max_{y' != y} f[y']`` (Definition 4.2), per input: shape
+    ``(..., N)``."""
     correct = logits.gather(-1, y.expand(*logits.shape[:-1]).unsqueeze(-1)).squeeze(-1)
     others = logits.scatter(-1, y.expand(*logits.shape[:-1]).unsqueeze(-1), float("-inf"))
     return correct - others.amax(-1)
@@ -76,8 +81,9 @@ def margins(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 def class_weighted_margins(
     logits: torch.Tensor, y: torch.Tensor, tau: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """``g'(theta, x, y) = f[y] - sum_{y' != y} tau(x, y)[y'] f[y']`` (Definition 4.6). ``tau`` of shape
-    ``(N, p)`` (its entry at y is ignored) defaults to the uniform weighting ``1/(p-1)`` of Theorem 4.9."""
+    """``g'(theta, x, y) = f[y] - sum_{y' != y} tau(x, y)[y'] f[y']`` (Definition 4.6). ``tau`` of
+    shape ``(N, p)`` (its entry at y is ignored) defaults to the uniform weighting ``1/(p-1)`` of
+    Theorem 4.9."""
     p = logits.shape[-1]
     correct = logits.gather(-1, y.expand(*logits.shape[:-1]).unsqueeze(-1)).squeeze(-1)
     if tau is None:

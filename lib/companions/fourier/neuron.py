@@ -24,7 +24,8 @@ def neuron_expected_margin(
 
 
 def neuron_expected_margin_fourier(U: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
-    """The same quantity by eq. (C.10): ``k! / ((p-1) p^k) sum_{j != 0} w_hat(-j) prod_i u_hat_i(j)``."""
+    """The same quantity by eq. (C.10):
+    ``k! / ((p-1) p^k) sum_{j != 0} w_hat(-j) prod_i u_hat_i(j)``."""
     k, p = U.shape[-2], U.shape[-1]
     uh = torch.fft.fft(
         U.to(torch.complex128) if U.dtype == torch.float64 else U.to(torch.complex64)
@@ -38,9 +39,10 @@ def neuron_expected_margin_fourier(U: torch.Tensor, W: torch.Tensor) -> torch.Te
 def eta(
     U: torch.Tensor, W: torch.Tensor, a: torch.Tensor, multilinear_only: bool = False
 ) -> torch.Tensor:
-    """``eta(delta) = E_a[(u_1(a_1) + ... + u_k(a_k))^k w(a_1 + ... + a_k - delta)]`` for delta = 0..p-1
-    (Definition C.12) for one neuron ``U (k, p)``, ``W (p,)``; with ``multilinear_only``, the term
-    ``k! E_a[w(.) prod_i u_i(a_i)]`` (the proof's eta-tilde times k!)."""
+    """``eta(delta) = E_a[(u_1(a_1) + ... + u_k(a_k))^k w(a_1 + ... + a_k - delta)]`` for
+    delta = 0..p-1 (Definition C.12) for one neuron ``U (k, p)``, ``W (p,)``; with
+    ``multilinear_only``, the term ``k! E_a[w(.) prod_i u_i(a_i)]`` (the proof's eta-tilde times
+    k!)."""
     k, p = U.shape
     vals = torch.stack([U[j, a[:, j]] for j in range(k)])  # (k, N)
     s = math.factorial(k) * vals.prod(0) if multilinear_only else vals.sum(0).pow(k)

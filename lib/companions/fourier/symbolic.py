@@ -13,9 +13,9 @@ from companions.fourier.construction import _construction_terms
 
 
 def sum_to_product_residual(k: int, half: bool = False) -> sp.Expr:
-    """Lemma C.16, Part 3: ``sum_c (-1)^((k - sum c)/2) (sum_j c_j a_j)^k - 2^k k! prod a_j``, expanded
-    (zero when the identity holds). With ``half``, the sum runs over ``c_1 = +1`` only and the right
-    side is ``2^(k-1) k! prod a_j`` (the half used by the construction)."""
+    """Lemma C.16, Part 3: ``sum_c (-1)^((k - sum c)/2) (sum_j c_j a_j)^k - 2^k k! prod a_j``,
+    expanded (zero when the identity holds). With ``half``, the sum runs over ``c_1 = +1`` only and
+    the right side is ``2^(k-1) k! prod a_j`` (the half used by the construction)."""
     a = sp.symbols(f"a1:{k + 1}")
     signs = [c for c in itertools.product((1, -1), repeat=k) if not half or c[0] == 1]
     lhs = sum(
@@ -51,12 +51,16 @@ def cosine_expansion(K: int) -> tuple[sp.Expr, int]:
 def construction_identity(k: int) -> sp.Expr:
     """This book's exact check of Lemma C.18 at one frequency, free of beta: with symbols
     ``C_j = cos x_j``, ``S_j = sin x_j`` (j = 1..k) and ``C_w = cos y``, ``S_w = sin y``, the
-    sum of the ``2^(2k-1)`` neurons of :func:`construction` (beta = 1) minus ``2^(k-1) k! cos(x_1 + ... + x_k - y)``,
-    expanded as a polynomial. Zero when the construction computes the cosine exactly."""
+    sum of the ``2^(2k-1)`` neurons of :func:`construction` (beta = 1) minus
+    ``2^(k-1) k! cos(x_1 + ... + x_k - y)``, expanded as a polynomial. Zero when the construction
+    computes the cosine exactly."""
     C = sp.symbols(f"C1:{k + 1}")
     S = sp.symbols(f"S1:{k + 1}")
     Cw, Sw = sp.symbols("C_w S_w")
-    trig = lambda j, bit: S[j] if bit else C[j]
+
+    def trig(j, bit):
+        return S[j] if bit else C[j]
+
     total = 0
     for b, c, s in _construction_terms(k):
         total += sum(c[j] * trig(j, b[j]) for j in range(k)) ** k * s * (-Sw if b[k] else Cw)
@@ -85,8 +89,9 @@ def dirichlet_sum_minpoly(p: int, x: int) -> sp.Expr:
 def c9_arithmetic() -> dict:
     """Eq. (C.9): the identity it states, and the arithmetic step it cites.
 
-    Returns the residual of ``eta(0) - (1/(p-1)) sum_{delta != 0} eta(delta) - p/(p-1)(eta(0) - E_delta eta)``
-    with symbolic eta values (p = 5, 7), and ``1 - 1/(p-1) - p/(p-1)`` (the cited step) in symbolic p."""
+    Returns the residual of
+    ``eta(0) - (1/(p-1)) sum_{delta != 0} eta(delta) - p/(p-1)(eta(0) - E_delta eta)`` with symbolic
+    eta values (p = 5, 7), and ``1 - 1/(p-1) - p/(p-1)`` (the cited step) in symbolic p."""
     out = {}
     for p in (5, 7):
         e = sp.symbols(f"e0:{p}")

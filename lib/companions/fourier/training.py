@@ -20,10 +20,10 @@ from companions.fourier.network import dataset, forward, gamma_star, margins, ne
 
 @dataclass
 class TrainRun:
-    """Runs trained side by side. ``U (R, M, k, p)``, ``W (R, M, p)`` final parameters (neurons beyond a
-    run's width stay exactly zero), ``U0``, ``W0`` the initial ones, ``widths (R,)``; the logs ``steps``,
-    ``rho (T, R)`` = normalized margin / gamma*, ``loss (T, R)`` (cross-entropy only) and ``accuracy (T, R)``
-    on all of D_p."""
+    """Runs trained side by side. ``U (R, M, k, p)``, ``W (R, M, p)`` final parameters (neurons
+    beyond a run's width stay exactly zero), ``U0``, ``W0`` the initial ones, ``widths (R,)``; the
+    logs ``steps``, ``rho (T, R)`` = normalized margin / gamma*, ``loss (T, R)`` (cross-entropy
+    only) and ``accuracy (T, R)`` on all of D_p."""
 
     U: torch.Tensor
     W: torch.Tensor
@@ -46,9 +46,10 @@ def init_network(
     dtype=torch.float64,
     device="cpu",
 ):
-    """Entries i.i.d. ``N(0, 1/p)`` (the spec's proposal; the source does not give its initialization).
-    With ``widths`` (one per run), neurons beyond a run's width are zero, and stay zero in training:
-    their gradient, their penalty's gradient and AdamW's decay all vanish at zero for k >= 2."""
+    """Entries i.i.d. ``N(0, 1/p)`` (the spec's proposal; the source does not give its
+    initialization). With ``widths`` (one per run), neurons beyond a run's width are zero, and stay
+    zero in training: their gradient, their penalty's gradient and AdamW's decay all vanish at zero
+    for k >= 2."""
     U = torch.randn(runs, width, k, p, generator=generator, dtype=dtype) / math.sqrt(p)
     W = torch.randn(runs, width, p, generator=generator, dtype=dtype) / math.sqrt(p)
     if widths is not None:
@@ -78,17 +79,18 @@ def train(
 ) -> TrainRun:
     """Train one network per entry of ``widths`` (vectorized) on (a_1 + ... + a_k) mod p.
 
-    ``regularizer='l2k1'``: Adam on ``L_lambda = CE + lambda ||theta||_{2,k+1}`` (Definition 4.1, the
-    theory's objective); ``'adamw'``: AdamW with betas (0.9, 0.98) and decoupled ``weight_decay`` on CE
-    alone (the source's experimental configuration, Appendix C.10.1); ``'l22'``: Adam on
-    ``CE + lambda ||theta||_2^2`` (plain L2). ``batch = 0`` is full batch on all of D_p; otherwise
-    minibatches drawn from ``generator``. The learning rate warms up linearly over ``warmup`` steps and
-    decays by a cosine over the last ``decay_fraction`` of the steps. The normalized margin is measured
-    on all of D_p every ``log_every`` steps and at the end.
+    ``regularizer='l2k1'``: Adam on ``L_lambda = CE + lambda ||theta||_{2,k+1}`` (Definition 4.1,
+    the theory's objective); ``'adamw'``: AdamW with betas (0.9, 0.98) and decoupled
+    ``weight_decay`` on CE alone (the source's experimental configuration, Appendix C.10.1);
+    ``'l22'``: Adam on ``CE + lambda ||theta||_2^2`` (plain L2). ``batch = 0`` is full batch on all
+    of D_p; otherwise minibatches drawn from ``generator``. The learning rate warms up linearly over
+    ``warmup`` steps and decays by a cosine over the last ``decay_fraction`` of the steps. The
+    normalized margin is measured on all of D_p every ``log_every`` steps and at the end.
     """
     if regularizer not in ("l2k1", "adamw", "l22"):
         raise ValueError(
-            f"parameter 'regularizer' = {regularizer!r} is not allowed: expected 'l2k1', 'adamw' or 'l22'"
+            f"parameter 'regularizer' = {regularizer!r} is not allowed: "
+            "expected 'l2k1', 'adamw' or 'l22'"
         )
     from tqdm.std import tqdm
 
@@ -167,9 +169,10 @@ def train(
 
 
 def diagnostics(U: torch.Tensor, W: torch.Tensor, live_fraction: float = 0.1) -> dict:
-    """Fourier diagnostics of one trained network ``U (M, k, p)``, ``W (M, p)``, over its live neurons
-    (``||theta_i|| > live_fraction * max``): their number, folded-spectrum concentration (min, median),
-    the frequencies they cover, the phase condition (min, median) and the balance (median)."""
+    """Fourier diagnostics of one trained network ``U (M, k, p)``, ``W (M, p)``, over its live
+    neurons (``||theta_i|| > live_fraction * max``): their number, folded-spectrum concentration
+    (min, median), the frequencies they cover, the phase condition (min, median) and the balance
+    (median)."""
     p = U.shape[-1]
     live = live_neurons(U, W, live_fraction)
     Ul, Wl = U[live], W[live]

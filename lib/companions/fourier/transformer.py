@@ -1,10 +1,11 @@
-"""A small transformer on k-input modular addition: attention maps' 2-D Fourier spectra and grokking.
+"""A small transformer on k-input modular addition: attention maps' 2-D Fourier spectra and
+grokking.
 
-Source: Z. Shi's dissertation, Section 4.5 and Appendix C.10 (Figures 4.3, 4.4, C.5, C.6). The source's
-model is built on github.com/Sea-Snell/grokking; it writes the m-head attention layer as
-``W^P [W_h^{V T} E softmax(E^T W_h^K W_h^{Q T} E)]_{h=1..m}`` and calls ``W^{KQ} = W^K W^{Q T}`` the attention
-matrix. Everything the source leaves open (input format, normalization, initialization, steps) is
-this book's choice and is stated in the chapter.
+Source: Z. Shi's dissertation, Section 4.5 and Appendix C.10 (Figures 4.3, 4.4, C.5, C.6). The
+source's model is built on github.com/Sea-Snell/grokking; it writes the m-head attention layer as
+``W^P [W_h^{V T} E softmax(E^T W_h^K W_h^{Q T} E)]_{h=1..m}`` and calls ``W^{KQ} = W^K W^{Q T}`` the
+attention matrix. Everything the source leaves open (input format, normalization, initialization,
+steps) is this book's choice and is stated in the chapter.
 """
 
 from __future__ import annotations
@@ -47,8 +48,8 @@ class Block(nn.Module):
 
 
 class ModularTransformer(nn.Module):
-    """Tokens ``a_1, ..., a_k`` (vocabulary Z_p), learned positional embeddings, ``layers`` pre-norm blocks,
-    the answer ``(a_1 + ... + a_k) mod p`` read at the last position."""
+    """Tokens ``a_1, ..., a_k`` (vocabulary Z_p), learned positional embeddings, ``layers`` pre-norm
+    blocks, the answer ``(a_1 + ... + a_k) mod p`` read at the last position."""
 
     def __init__(
         self,
@@ -75,9 +76,10 @@ class ModularTransformer(nn.Module):
         return self.unembed(self.ln_f(x[:, -1]))
 
     def attention_matrices(self, layer: int = 0) -> torch.Tensor:
-        """``A_h = LN(E) W^Q_h W^{K T}_h LN(E)^T`` for every head of ``layer``: shape ``(heads, p, p)``, rows the
-        query token, columns the key token. The source's ``E^T W^K_h W^{Q T}_h E`` on the number tokens; this
-        book applies the block's LayerNorm to the embeddings (without positions), as the model does."""
+        """``A_h = LN(E) W^Q_h W^{K T}_h LN(E)^T`` for every head of ``layer``: shape
+        ``(heads, p, p)``, rows the query token, columns the key token. The source's
+        ``E^T W^K_h W^{Q T}_h E`` on the number tokens; this book applies the block's LayerNorm to
+        the embeddings (without positions), as the model does."""
         block = self.blocks[layer]
         h = block.ln1(self.embed)
         q = torch.einsum("pd,hde->hpe", h, block.WQ)
@@ -86,7 +88,8 @@ class ModularTransformer(nn.Module):
 
 
 def build(p: int, k: int, seed: int, device="cpu", **sizes) -> ModularTransformer:
-    """A model initialized from ``seed`` on the CPU (then moved), so a seed gives the same model on every device."""
+    """A model initialized from ``seed`` on the CPU (then moved), so a seed gives the same model on
+    every device."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = ModularTransformer(p, k, **sizes)
@@ -100,9 +103,9 @@ def spectrum_2d(A: torch.Tensor) -> torch.Tensor:
 
 
 def top_power_fraction(A: torch.Tensor, top: int = 4) -> torch.Tensor:
-    """Fraction of the 2-D DFT power of ``A - mean(A)`` in its ``top`` largest coefficients (this book's
-    measure of "2-D cosine shape": a product of two cosines has exactly 4 nonzero coefficients, a single
-    2-D cosine wave 2). Shape ``A.shape[:-2]``."""
+    """Fraction of the 2-D DFT power of ``A - mean(A)`` in its ``top`` largest coefficients (this
+    book's measure of "2-D cosine shape": a product of two cosines has exactly 4 nonzero
+    coefficients, a single 2-D cosine wave 2). Shape ``A.shape[:-2]``."""
     pw = spectrum_2d(A).flatten(-2)
     return pw.topk(top, dim=-1).values.sum(-1) / pw.sum(-1).clamp_min(1e-300)
 
@@ -116,13 +119,15 @@ class History:
     kq_top4: list = field(default_factory=list)
 
     def first_step(self, which: str, level: float):
-        """First logged step at which ``train_acc``/``test_acc`` reaches ``level`` (None if never)."""
+        """First logged step at which ``train_acc``/``test_acc`` reaches ``level`` (None if
+        never)."""
         values = getattr(self, which)
         return next((s for s, v in zip(self.steps, values) if v >= level), None)
 
 
 def split(p: int, k: int, train_fraction: float, generator: torch.Generator, device="cpu"):
-    """All ``p^k`` inputs, shuffled by ``generator`` and split: ``(a_train, y_train, a_test, y_test)``."""
+    """All ``p^k`` inputs, shuffled by ``generator`` and split:
+    ``(a_train, y_train, a_test, y_test)``."""
     a, y = dataset(p, k)
     perm = torch.randperm(len(a), generator=generator)
     n = max(1, int(round(train_fraction * len(a))))
@@ -143,9 +148,9 @@ def train_transformer(
     desc: str = "transformer",
     progress: bool = True,
 ) -> History:
-    """AdamW with betas (0.9, 0.98) and a linear warm-up over ``warmup`` steps (Appendix C.10.1), cross-entropy
-    at the last position; logs train and test accuracy and the mean top-4 2-D power fraction of the first
-    layer's attention matrices every ``log_every`` steps and at the end."""
+    """AdamW with betas (0.9, 0.98) and a linear warm-up over ``warmup`` steps (Appendix C.10.1),
+    cross-entropy at the last position; logs train and test accuracy and the mean top-4 2-D power
+    fraction of the first layer's attention matrices every ``log_every`` steps and at the end."""
     from tqdm.std import tqdm
 
     a_tr, y_tr, a_te, y_te = data

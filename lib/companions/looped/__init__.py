@@ -2,8 +2,9 @@
 
 Source: Z. Shi's dissertation, Chapter 8 (Chen, Li, Liang, Shi & Song, "Bypassing the exponential
 dependency"). Numbers in docstrings are the dissertation's: Definitions 8.2-8.12 (the setting),
-Lemma 8.13 and Theorem 8.14 (one loop is one GD step), Theorem 8.16 (error <= |alpha| exp(-T/(2 kappa))),
-Theorem 8.17 (Gatmiry et al.'s sample requirement), Theorem 8.25 (GD on a strongly convex quadratic).
+Lemma 8.13 and Theorem 8.14 (one loop is one GD step), Theorem 8.16 (error <= |alpha| exp(-T/(2
+kappa))), Theorem 8.17 (Gatmiry et al.'s sample requirement), Theorem 8.25 (GD on a strongly convex
+quadratic).
 
 Modules: ``chapters`` (the chapter's declaration), ``construction`` (the setting and
 Lemma 8.13), ``theory`` (spectra and closed forms), ``experiments`` (Figure 8.1), ``symbolic``

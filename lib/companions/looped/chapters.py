@@ -10,11 +10,15 @@ def _check_parameter_pairs(p):
     bad = [n for n in p["n_values"] if n <= p["d"]]
     if bad:
         return (
-            f"parameter 'n_values' = {list(p['n_values'])} is not allowed: every n must exceed d = {p['d']} "
+            f"parameter 'n_values' = {list(p['n_values'])} is not allowed: "
+            f"every n must exceed d = {p['d']} "
             f"(Definition 8.10 needs X^T X invertible); the regime n <= d has its own section"
         )
     if p["train_n"] <= p["train_d"]:
-        return f"parameter 'train_n' = {p['train_n']} is not allowed: it must exceed train_d = {p['train_d']}"
+        return (
+            f"parameter 'train_n' = {p['train_n']} is not allowed: "
+            f"it must exceed train_d = {p['train_d']}"
+        )
     if p["alpha"] == 0:
         return "parameter 'alpha' = 0.0 is not allowed: Definition 8.4 needs a query alpha != 0"
     return None

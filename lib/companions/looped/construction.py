@@ -29,7 +29,8 @@ def sample_prompts(
 
 
 def causal_mask(n: int, dtype=torch.float64, device="cpu") -> torch.Tensor:
-    """The mask M of Definition 8.6: ``(n+1) x (n+1)``, ones in the last row except its last entry."""
+    """The mask M of Definition 8.6: ``(n+1) x (n+1)``, ones in the last row except its last
+    entry."""
     M = torch.zeros(n + 1, n + 1, dtype=dtype, device=device)
     M[n, :n] = 1
     return M

@@ -94,9 +94,10 @@ def kappa_distribution(
     device="cpu",
     max_elements: int = 2**24,
 ):
-    """Condition numbers of ``draws`` Gaussian prompts, and the 5%-95% range of the mean of ``group``
-    of them (the paper averages 10 trials). Returns ``(kappas, (q05, q95))``. Prompts are drawn in
-    chunks of at most ``max_elements`` numbers, so memory stays bounded at any ``n``, ``d``."""
+    """Condition numbers of ``draws`` Gaussian prompts, and the 5%-95% range of the mean of
+    ``group`` of them (the paper averages 10 trials). Returns ``(kappas, (q05, q95))``. Prompts are
+    drawn in chunks of at most ``max_elements`` numbers, so memory stays bounded at any ``n``,
+    ``d``."""
     chunk = max(1, max_elements // (n * d))
     kappas = []
     for start in range(0, draws, chunk):

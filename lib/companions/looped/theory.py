@@ -15,7 +15,8 @@ def gram_eigenvalues(X: torch.Tensor) -> torch.Tensor:
 
 
 def condition_number(X: torch.Tensor) -> torch.Tensor:
-    """``kappa = lambda_max(X^T X) / lambda_min(X^T X)`` (Definition 8.12); ``inf`` when singular."""
+    """``kappa = lambda_max(X^T X) / lambda_min(X^T X)`` (Definition 8.12); ``inf`` when
+    singular."""
     eig = gram_eigenvalues(X)
     lam_min = eig[..., 0]
     kappa = eig[..., -1] / lam_min
@@ -55,8 +56,9 @@ def bound_theorem_8_16(kappa, loops, alpha=1.0):
 
 
 def bound_tight(kappa, loops, alpha=1.0):
-    """(D2) ``|alpha| (1 - 1/kappa)^T``: every factor ``1 - lambda_i / L`` lies in ``[0, 1 - 1/kappa]``.
-    It is at most ``|alpha| exp(-T/kappa)``, tighter than Theorem 8.16 by a factor 2 in the exponent."""
+    """(D2) ``|alpha| (1 - 1/kappa)^T``: every factor ``1 - lambda_i / L`` lies in
+    ``[0, 1 - 1/kappa]``. It is at most ``|alpha| exp(-T/kappa)``, tighter than Theorem 8.16 by a
+    factor 2 in the exponent."""
     return abs(alpha) * (1 - 1 / torch.as_tensor(kappa)) ** torch.as_tensor(loops)
 
 
@@ -66,7 +68,8 @@ def bound_theorem_8_25(kappa, loops, radius=1.0):
 
 
 def loops_needed_theorem_8_16(kappa: float, alpha: float, eps: float) -> float:
-    """(D8) Loops after which Theorem 8.16 guarantees error <= eps: ``2 kappa ln(|alpha| / eps)``."""
+    """(D8) Loops after which Theorem 8.16 guarantees error <= eps:
+    ``2 kappa ln(|alpha| / eps)``."""
     return max(0.0, 2 * kappa * math.log(abs(alpha) / eps))
 
 
@@ -78,7 +81,8 @@ def loops_needed_tight(kappa: float, alpha: float, eps: float) -> float:
 
 
 def gatmiry_min_samples(loops: int, d: int) -> int:
-    """Theorem 8.17's condition ``8 T d^2 / sqrt(n) <= 2^(-2T)`` holds iff ``n >= 64 T^2 d^4 16^T``."""
+    """Theorem 8.17's condition ``8 T d^2 / sqrt(n) <= 2^(-2T)`` holds iff
+    ``n >= 64 T^2 d^4 16^T``."""
     return 64 * loops**2 * d**4 * 16**loops
 
 

@@ -81,9 +81,10 @@ def train_looped_transformer(
 
 
 def distance_to_construction(Q: torch.Tensor, P: torch.Tensor) -> dict:
-    """How far learned weights are from the construction family ``Q = a I``, ``P = b blockdiag(I_d, 0)``
-    (any a, b > 0 with ``eta a b`` fixed loops the same GD). Returns the best ``a``, ``b`` (least
-    squares) and the relative residuals ``||Q - a I|| / ||Q||`` and ``||P - b P0|| / ||P||``."""
+    """How far learned weights are from the construction family ``Q = a I``,
+    ``P = b blockdiag(I_d, 0)`` (any a, b > 0 with ``eta a b`` fixed loops the same GD). Returns the
+    best ``a``, ``b`` (least squares) and the relative residuals ``||Q - a I|| / ||Q||`` and
+    ``||P - b P0|| / ||P||``."""
     d = Q.shape[-1] - 1
     eye = torch.eye(d + 1, dtype=Q.dtype, device=Q.device)
     P0 = eye.clone()
