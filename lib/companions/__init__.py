@@ -1,7 +1,13 @@
 """Executable companions to the theory of feature learning: the book's shared library.
 
-The core (``scale``, ``ledger``, ``runtime``, ``train``, ``plots``, ``cli``) is shared by every
-chapter; each source topic has its own module (``looped``, ...), which also declares its chapters.
+What a chapter uses: :func:`preset` (its parameters), :func:`setup` (device, dtype, seed),
+:class:`Ledger` (its claims), and ``companions.plots`` (the book's figure style).
+
+- The core, shared by every chapter: ``scale``, ``ledger``, ``runtime``, ``train``, ``plots``.
+- One subpackage per source topic (``emergence``, ``fourier``, ``looped``, ``contrastive``): its
+  ``chapters`` module declares the topic's chapters, its other modules hold the mathematics.
+- ``book``: the book's machinery (command line, assignments, Sphinx extensions), which nothing
+  else imports. See CONTRIBUTING.md for the rules.
 """
 
 from companions.ledger import ClaimFailed, Ledger
