@@ -239,7 +239,8 @@ def test_decisions():
 
 
 def test_tables_transcription_consistency():
-    assert utab.TABLE_F5_100 == utab.TABLE_7_1
+    assert utab.f5_column("100%") == utab.TABLE_7_1
+    assert utab.f5_column("1%")["LP"] == (80.63, 77.83, 75.64, 68.26)
     assert utab.TABLE_F9["LP"] == utab.TABLE_7_1["LP"]
     assert all(len(v) == 8 for v in utab.TABLE_7_2.values())
     assert "| LP | 88.41" in utab.markdown(utab.TABLE_7_1, utab.PRETRAIN_CHAIN)
@@ -258,3 +259,19 @@ def test_presets_and_cross_parameter_checks():
         companions.preset("universality-trade-off", "smoke", m_values=[7, 8])
     with pytest.raises(ValueError, match="'gamma'"):
         companions.preset("universality-trade-off", "smoke", gamma=0.0)
+
+
+def test_ridge_probe_ignores_features_encoded_only_by_initialisation(lay):
+    M = ud.dictionary(lay.d, gen(23))
+    U = ud.task_vectors(lay, gen(24))
+    a2 = uth.theory_loadings(lay, [0])
+    a2[lay.private(1)] = 1e-8  # what a zero-gradient coordinate keeps from a small initialisation
+    W = uth.representation(a2, M, k=lay.k)
+    least_norm = float(ux.probe_accuracy(W, M, lay, U[1], 1, 400, 4, gen(25)).mean())
+    ridge = float(ux.probe_accuracy(W, M, lay, U[1], 1, 400, 4, gen(25), ridge=1e-3).mean())
+    assert least_norm > 0.93 and ridge == pytest.approx(0.75, abs=0.03)
+    # on a feature encoded at weight 1/T the ridge probe is still accurate
+    W_m = uth.representation(uth.theory_loadings(lay, range(3)), M, k=lay.k)
+    assert float(ux.probe_accuracy(W_m, M, lay, U[1], 1, 400, 4, gen(26), ridge=1e-3).mean()) > 0.9
+    with pytest.raises(ValueError, match="'ridge'"):
+        ux.probe_accuracy(W, M, lay, U[1], 1, 4, 2, gen(0), ridge=-1.0)

@@ -54,6 +54,9 @@ CHAPTER = register_chapter(
             "m_values": ListOf(
                 Int(1, 100_000), min_len=2, doc="label counts of the excess-risk curves"
             ),
+            "ridge": Float(
+                0, 10, doc="ridge penalty per label of the binary probes (0: least norm)"
+            ),
             "probe_trials": Int(10, 1_000_000, doc="labelled samples drawn per probe evaluation"),
             "gamma": Float(0, 100, low_open=True, doc="radius of the fine-tuning ball (F.105)"),
             "cr_steps": Int(
@@ -84,6 +87,7 @@ CHAPTER = register_chapter(
                 m_univ=24,
                 m_values=[2, 4, 6, 12],
                 probe_trials=300,
+                ridge=1e-3,
                 gamma=0.3,
                 cr_steps=60,
                 mc_samples=100_000,
@@ -104,6 +108,7 @@ CHAPTER = register_chapter(
                 m_univ=40,
                 m_values=[2, 4, 6, 8, 10, 15, 20],
                 probe_trials=1000,
+                ridge=1e-3,
                 gamma=0.3,
                 cr_steps=150,
                 mc_samples=400_000,
@@ -124,6 +129,7 @@ CHAPTER = register_chapter(
                 m_univ=400,
                 m_values=[10, 25, 50, 75, 100, 200],
                 probe_trials=2000,
+                ridge=1e-3,
                 gamma=1.0,
                 cr_steps=1000,
                 mc_samples=2_000_000,

@@ -37,9 +37,13 @@ def decide_positive(mean: float, se: float, z: float = 2.0):
     return None
 
 
-def _probe(W, M, layout, u_star, task, m, trials, generator, sign: bool):
-    """Fit the least-norm least-squares probe on ``m`` labelled points of ``task``, ``trials``
-    times; return the effective coefficients on ``z`` (``(trials, d)``) and the task's support."""
+def _probe(W, M, layout, u_star, task, m, trials, generator, sign: bool, ridge: float = 0.0):
+    """Fit the least-norm least-squares probe (or, with ``ridge > 0``, ridge regression with
+    penalty ``ridge * ||u||^2`` per label, a soft form of the norm bound of (7.8)) on ``m`` labelled
+    points of ``task``, ``trials`` times; return the effective coefficients on ``z`` (``(trials,
+    d)``) and the task's support."""
+    if ridge < 0:
+        raise ValueError(f"parameter 'ridge' = {ridge} is not allowed: it must be >= 0")
     if m < 1:
         raise ValueError(f"parameter 'm' = {m} is not allowed: a probe needs at least one label")
     W64, M64 = W.detach().cpu().double(), M.cpu().double()
@@ -50,7 +54,11 @@ def _probe(W, M, layout, u_star, task, m, trials, generator, sign: bool):
     if sign:
         y = torch.sign(y)
     F = z @ (W64 @ M64).T  # features W x = W M z
-    coef = (torch.linalg.pinv(F) @ y.unsqueeze(-1)).squeeze(-1)  # least-norm solution
+    if ridge > 0:  # argmin ||F u - y||^2 / m + ridge ||u||^2, in its kernel form
+        gram = F @ F.transpose(-1, -2) + ridge * m * torch.eye(m, dtype=F.dtype)
+        coef = (F.transpose(-1, -2) @ torch.linalg.solve(gram, y.unsqueeze(-1))).squeeze(-1)
+    else:
+        coef = (torch.linalg.pinv(F) @ y.unsqueeze(-1)).squeeze(-1)  # least-norm solution
     w = coef @ (W64 @ M64)
     support = torch.cat([layout.task_features(task), layout.spurious()])
     return w, support
@@ -64,10 +72,11 @@ def probe_excess_mse(W, M, layout, u_star, task, m, trials, generator) -> torch.
     return ((w[:, sup] - u_star.cpu().double()[sup]) ** 2).sum(-1)
 
 
-def probe_accuracy(W, M, layout, u_star, task, m, trials, generator) -> torch.Tensor:
-    """Binary labels ``y = sign(u_t^{*T} z)``, least-norm least-squares probe on ±1 labels: the
-    exact test accuracy ``1 - angle(w, u*)/pi`` on the Gaussian task distribution, per trial."""
-    w, sup = _probe(W, M, layout, u_star, task, m, trials, generator, sign=True)
+def probe_accuracy(W, M, layout, u_star, task, m, trials, generator, ridge=0.0) -> torch.Tensor:
+    """Binary labels ``y = sign(u_t^{*T} z)``, least-squares probe on ±1 labels (least-norm, or
+    ridge with ``ridge > 0``): the exact test accuracy ``1 - angle(w, u*)/pi`` on the Gaussian task
+    distribution, per trial."""
+    w, sup = _probe(W, M, layout, u_star, task, m, trials, generator, sign=True, ridge=ridge)
     u = u_star.cpu().double()[sup]
     ws = w[:, sup]
     cos = (ws @ u) / (ws.norm(dim=-1) * u.norm()).clamp_min(1e-300)
@@ -75,18 +84,13 @@ def probe_accuracy(W, M, layout, u_star, task, m, trials, generator) -> torch.Te
 
 
 def tradeoff_point(
-    W, M, layout, U, target: int, m_target: int, m_univ: int, trials: int, generator
+    W, M, layout, U, target: int, m_target: int, m_univ: int, trials: int, generator, ridge=0.0
 ) -> tuple[float, float]:
     """One point of the trade-off figure: (target error with ``m_target`` labels, average
-    accuracy over all ``T`` tasks with ``m_univ`` labels each)."""
-    err = 1 - float(
-        probe_accuracy(W, M, layout, U[target], target, m_target, trials, generator).mean()
-    )
-    acc = (
-        sum(
-            float(probe_accuracy(W, M, layout, U[t], t, m_univ, trials, generator).mean())
-            for t in range(layout.T)
-        )
-        / layout.T
-    )
-    return err, acc
+    accuracy over all ``T`` tasks with ``m_univ`` labels each), with the same probe throughout."""
+
+    def acc(t, m):
+        vals = probe_accuracy(W, M, layout, U[t], t, m, trials, generator, ridge=ridge)
+        return float(vals.mean())
+
+    return 1 - acc(target, m_target), sum(acc(t, m_univ) for t in range(layout.T)) / layout.T
