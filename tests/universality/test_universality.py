@@ -275,3 +275,16 @@ def test_ridge_probe_ignores_features_encoded_only_by_initialisation(lay):
     assert float(ux.probe_accuracy(W_m, M, lay, U[1], 1, 400, 4, gen(26), ridge=1e-3).mean()) > 0.9
     with pytest.raises(ValueError, match="'ridge'"):
         ux.probe_accuracy(W, M, lay, U[1], 1, 4, 2, gen(0), ridge=-1.0)
+
+
+@pytest.mark.parametrize("seed,fro", [(30, 1.5), (31, 2.2), (32, 0.7)])
+def test_projection_meets_the_ball_exactly_when_active(seed, fro):
+    W = 2 * torch.randn(5, 7, generator=gen(seed), dtype=torch.float64)
+    sv = torch.linalg.svdvals(W)
+    x = torch.linalg.svdvals(uth.project_representation(W, fro))
+    assert float(x.norm()) == pytest.approx(fro, rel=1e-10)
+    assert x.max() <= 1 + 1e-12
+    # the unclipped values are all divided by one common factor
+    free = x < 1 - 1e-9
+    ratios = sv[free] / x[free]
+    assert torch.allclose(ratios, ratios[0].expand_as(ratios), rtol=1e-9)

@@ -94,20 +94,23 @@ def cr_sqrt_beta(T: int, s: int, gamma: float) -> float:
     return min(1.0, math.sqrt(1 / T) + gamma / math.sqrt(s))
 
 
-def _project_singular_values(sv: torch.Tensor, fro: float | None, iters: int = 100) -> torch.Tensor:
+def _project_singular_values(sv: torch.Tensor, fro: float | None) -> torch.Tensor:
     """Euclidean projection of nonnegative ``sv`` onto ``{0 <= x <= 1, ||x|| <= fro}``:
-    ``x = min(1, sv / (1 + mu))`` with the least ``mu >= 0`` that meets the ball (bisection)."""
+    ``x = min(1, sv / (1 + mu))`` with the least ``mu >= 0`` that meets the ball. Exact: with the
+    ``c`` largest values clipped at 1, ``(1 + mu)^2 = (sum of the other sv^2) / (fro^2 - c)``; the
+    right ``c`` is the first one consistent with the clipping."""
     x = sv.clamp(max=1.0)
     if fro is None or float((x**2).sum()) <= fro**2:
         return x
-    lo, hi = 0.0, float(sv.max()) / (fro / math.sqrt(sv.numel())) + 1.0
-    for _ in range(iters):
-        mid = (lo + hi) / 2
-        if float(((sv / (1 + mid)).clamp(max=1.0) ** 2).sum()) > fro**2:
-            lo = mid
-        else:
-            hi = mid
-    return (sv / (1 + hi)).clamp(max=1.0)
+    desc, _ = torch.sort(sv, descending=True)
+    tail = torch.flip(torch.cumsum(torch.flip(desc**2, [0]), 0), [0])  # sum of desc[c:]^2
+    for c in range(min(int(fro**2), desc.numel() - 1) + 1):
+        if fro**2 - c <= 0:
+            break
+        scale = math.sqrt(float(tail[c]) / (fro**2 - c))
+        if scale >= 1 and (c == 0 or float(desc[c - 1]) >= scale) and float(desc[c]) <= scale:
+            return (sv / scale).clamp(max=1.0)
+    raise ValueError(f"no projection onto the ball of radius {fro}: it must exceed 0")
 
 
 def project_representation(W: torch.Tensor, fro: float | None) -> torch.Tensor:
