@@ -1,0 +1,96 @@
+"""Linear probes on a representation, the trade-off sweep, and decisions with uncertainty."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from companions.universality import data
+
+
+def mean_se(values) -> tuple[float, float]:
+    """Mean and standard error of the mean (0 for a single value)."""
+    v = torch.as_tensor(values, dtype=torch.float64).flatten()
+    se = float(v.std() / math.sqrt(v.numel())) if v.numel() > 1 else 0.0
+    return float(v.mean()), se
+
+
+def decide_close(mean: float, se: float, target: float, margin: float, z: float = 2.0):
+    """Agreement within a margin fixed in advance: True when ``|mean - target| + z se <= margin``,
+    False when ``|mean - target| - z se > margin``, else None (the run cannot decide)."""
+    gap = abs(mean - target)
+    if gap + z * se <= margin:
+        return True
+    if gap - z * se > margin:
+        return False
+    return None
+
+
+def decide_positive(mean: float, se: float, z: float = 2.0):
+    """An effect predicted positive: True when ``mean - z se > 0``, False when ``mean + z se < 0``,
+    else None."""
+    if mean - z * se > 0:
+        return True
+    if mean + z * se < 0:
+        return False
+    return None
+
+
+def _probe(W, M, layout, u_star, task, m, trials, generator, sign: bool, ridge: float = 0.0):
+    """Fit the least-norm least-squares probe (or, with ``ridge > 0``, ridge regression with
+    penalty ``ridge * ||u||^2`` per label, a soft form of the norm bound of (7.8)) on ``m`` labelled
+    points of ``task``, ``trials`` times; return the effective coefficients on ``z`` (``(trials,
+    d)``) and the task's support."""
+    if ridge < 0:
+        raise ValueError(f"parameter 'ridge' = {ridge} is not allowed: it must be >= 0")
+    if m < 1:
+        raise ValueError(f"parameter 'm' = {m} is not allowed: a probe needs at least one label")
+    W64, M64 = W.detach().cpu().double(), M.cpu().double()
+    z, _ = data.sample_z(layout, [task] * 1, trials * m, generator, dtype=torch.float64)
+    z = z.reshape(trials, m, layout.d)
+    u = u_star.cpu().double()
+    y = z @ u
+    if sign:
+        y = torch.sign(y)
+    F = z @ (W64 @ M64).T  # features W x = W M z
+    if ridge > 0:  # argmin ||F u - y||^2 / m + ridge ||u||^2, in its kernel form
+        gram = F @ F.transpose(-1, -2) + ridge * m * torch.eye(m, dtype=F.dtype)
+        coef = (F.transpose(-1, -2) @ torch.linalg.solve(gram, y.unsqueeze(-1))).squeeze(-1)
+    else:
+        coef = (torch.linalg.pinv(F) @ y.unsqueeze(-1)).squeeze(-1)  # least-norm solution
+    w = coef @ (W64 @ M64)
+    support = torch.cat([layout.task_features(task), layout.spurious()])
+    return w, support
+
+
+def probe_excess_mse(W, M, layout, u_star, task, m, trials, generator) -> torch.Tensor:
+    """Noiseless regression ``y = u_t^{*T} z_{R_t}``: the exact population excess MSE of the
+    least-norm probe, ``sum_{j in R_t u U} (w_j - u*_j)^2`` (those coordinates have unit variance
+    on task t), per trial."""
+    w, sup = _probe(W, M, layout, u_star, task, m, trials, generator, sign=False)
+    return ((w[:, sup] - u_star.cpu().double()[sup]) ** 2).sum(-1)
+
+
+def probe_accuracy(W, M, layout, u_star, task, m, trials, generator, ridge=0.0) -> torch.Tensor:
+    """Binary labels ``y = sign(u_t^{*T} z)``, least-squares probe on ±1 labels (least-norm, or
+    ridge with ``ridge > 0``): the exact test accuracy ``1 - angle(w, u*)/pi`` on the Gaussian task
+    distribution, per trial."""
+    w, sup = _probe(W, M, layout, u_star, task, m, trials, generator, sign=True, ridge=ridge)
+    u = u_star.cpu().double()[sup]
+    ws = w[:, sup]
+    cos = (ws @ u) / (ws.norm(dim=-1) * u.norm()).clamp_min(1e-300)
+    return 1 - torch.arccos(cos.clamp(-1, 1)) / math.pi
+
+
+def tradeoff_point(
+    W, M, layout, U, target: int, m_target: int, m_univ: int, trials: int, generator, ridge=0.0
+) -> tuple[float, float]:
+    """One point of the trade-off figure: (target error with ``m_target`` labels, average
+    accuracy over all ``T`` tasks with ``m_univ`` labels each), with the same probe throughout."""
+
+    def acc(t, m):
+        vals = probe_accuracy(W, M, layout, U[t], t, m, trials, generator, ridge=ridge)
+        return float(vals.mean())
+
+    return 1 - acc(target, m_target), sum(acc(t, m_univ) for t in range(layout.T)) / layout.T

@@ -1,0 +1,125 @@
+"""Projected gradient descent on the contrastive loss (F.38) over the class of Section 7.2.2, and
+the contrastive fine-tuning (F.104)-(F.105) of Appendix F.2.4. Training runs in float32 by
+default."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from tqdm.std import tqdm
+
+from companions import losses
+from companions.universality import data, theory
+
+
+def _batch(layout, M, tasks, batch, generator, device, dtype):
+    z, _ = data.sample_z(layout, tasks, batch, generator, dtype=dtype)
+    zp = data.positive(layout, z, generator)
+    Mt = M.T.to(device, dtype)
+    return z.to(device) @ Mt, zp.to(device) @ Mt
+
+
+def contrastive_loss(W: torch.Tensor, x: torch.Tensor, x_pos: torch.Tensor, loss: str = "logistic"):
+    """(F.38) on a batch: ``mean ell(<W x, W x+ - mean(W x)>)``; the mean estimates ``E
+    phi(x-)``."""
+    return losses.mean_negative_contrastive(x @ W.T, x_pos @ W.T, loss)
+
+
+def _run(
+    W, layout, M, tasks, steps, batch, lr, generator, device, dtype, project, loss, progress, desc
+):
+    W = W.to(device, dtype).clone()
+    trace = []
+    for _ in tqdm(range(steps), desc=desc, disable=not progress, leave=False):
+        x, xp = _batch(layout, M, tasks, batch, generator, device, dtype)
+        W.requires_grad_(True)
+        value = contrastive_loss(W, x, xp, loss)
+        (grad,) = torch.autograd.grad(value, W)
+        with torch.no_grad():
+            W = project(W - lr * grad)
+        trace.append(float(value.detach()))
+    return W.detach(), trace
+
+
+def pretrain(
+    layout: data.Layout,
+    M: torch.Tensor,
+    tasks,
+    steps: int,
+    batch: int,
+    lr: float,
+    generator: torch.Generator,
+    device="cpu",
+    dtype=torch.float32,
+    init_scale: float = 0.01,
+    loss: str = "logistic",
+    progress: bool = False,
+    desc: str = "pre-training",
+):
+    """Pre-train ``phi(x) = W x`` (``W`` of shape ``(k, d)``) on an even mixture of ``tasks`` by
+    projected gradient descent onto ``{||W|| <= 1, ||W||_F <= sqrt(r)}``. Returns ``(W, losses per
+    step)``."""
+    if steps < 1 or batch < 2 or lr <= 0:
+        raise ValueError(
+            f"parameters steps={steps}, batch={batch}, lr={lr}: need steps >= 1, batch >= 2, lr > 0"
+        )
+    W0 = init_scale * torch.randn(layout.k, layout.d, generator=generator, dtype=torch.float64)
+    fro = math.sqrt(layout.r)
+    return _run(
+        W0,
+        layout,
+        M,
+        tasks,
+        steps,
+        batch,
+        lr,
+        generator,
+        device,
+        dtype,
+        lambda W: theory.project_representation(W, fro),
+        loss,
+        progress,
+        desc,
+    )
+
+
+def cr_finetune(
+    layout: data.Layout,
+    M: torch.Tensor,
+    W_star: torch.Tensor,
+    target: int,
+    gamma: float,
+    steps: int,
+    batch: int,
+    lr: float,
+    generator: torch.Generator,
+    device="cpu",
+    dtype=torch.float32,
+    fro: float | None = None,
+    loss: str = "logistic",
+    progress: bool = False,
+    desc: str = "contrastive fine-tuning",
+):
+    """(F.104)-(F.105): start at ``W*`` and minimise the contrastive loss on unlabeled data of task
+    ``target`` over ``{||W - W*||_F <= gamma, ||W|| <= 1}`` (and ``||W||_F <= fro`` when given; the
+    source drops that constraint). Returns ``(W, losses per step)``."""
+    if gamma <= 0:
+        raise ValueError(f"parameter 'gamma' = {gamma} is not allowed: it must be positive")
+    Ws = W_star.to(device, dtype)
+    return _run(
+        W_star,
+        layout,
+        M,
+        [target],
+        steps,
+        batch,
+        lr,
+        generator,
+        device,
+        dtype,
+        lambda W: theory.project_cr(W, Ws, gamma, fro),
+        loss,
+        progress,
+        desc,
+    )
