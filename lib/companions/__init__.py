@@ -3,9 +3,10 @@
 What a chapter uses: :func:`preset` (its parameters), :func:`setup` (device, dtype, seed),
 :class:`Ledger` (its claims), and ``companions.plots`` (the book's figure style).
 
-- The core, shared by every chapter: ``scale``, ``ledger``, ``runtime``, ``train``, ``plots``.
-- One subpackage per source topic (``emergence``, ``fourier``, ``looped``, ``contrastive``): its
-  ``chapters`` module declares the topic's chapters, its other modules hold the mathematics.
+- The core, shared by every chapter: ``scale``, ``ledger``, ``runtime``, ``train``, ``plots``,
+  ``losses``.
+- One subpackage per source topic (listed in ``scale.TOPICS``): its ``chapters`` module declares
+  the topic's chapters, its other modules hold the mathematics.
 - ``book``: the book's machinery (command line, assignments, Sphinx extensions), which nothing
   else imports. See CONTRIBUTING.md for the rules.
 """

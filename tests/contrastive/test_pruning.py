@@ -10,6 +10,7 @@ import pytest
 import sympy as sp
 import torch
 
+from companions import losses
 from companions.contrastive import data as cd
 from companions.contrastive import model as cm
 from companions.contrastive import pruning as pr
@@ -453,7 +454,7 @@ def test_first_order_logit_change_matches_finite_difference(n_neg):
     K = 6
     S = torch.randn(3, K, K, generator=gen(), dtype=torch.float64)
     if n_neg < K - 1:
-        S = S.masked_fill(~tr.negative_mask(K, n_neg), float("-inf"))
+        S = S.masked_fill(~losses.negative_mask(K, n_neg), float("-inf"))
     dS = 1e-6 * torch.randn(3, K, K, generator=gen(1), dtype=torch.float64)
     P = torch.softmax(S, -1)
     fd = torch.diagonal(torch.softmax(S + dS, -1) - P, dim1=-2, dim2=-1)

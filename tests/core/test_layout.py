@@ -1,6 +1,7 @@
 """The package's layout rules (CONTRIBUTING.md, "Layout"), read from the source with ``ast``.
 
-- the core (``scale``, ``ledger``, ``runtime``, ``train``, ``plots``) imports only itself;
+- the core (``scale``, ``ledger``, ``runtime``, ``train``, ``plots``, ``losses``) imports only
+  itself;
 - a topic imports only the core and its own subpackage, never ``book`` and never another topic;
 - nothing outside ``book/`` imports ``book/``;
 - every topic has the same shape (``__init__``, ``chapters``) and is listed in ``scale.TOPICS``;
@@ -24,7 +25,7 @@ from companions import scale
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "lib" / "companions"
-CORE = ("scale", "ledger", "runtime", "train", "plots")
+CORE = ("scale", "ledger", "runtime", "train", "plots", "losses")
 #: Modules of the package root that are neither core nor a topic: the package's API and its CLI
 #: entry.
 ROOT_MODULES = {"__init__", "__main__"}
@@ -76,7 +77,7 @@ def _target(name: str) -> tuple[str, str | None]:
     """The kind of what an imported name points into (``companions`` alone is the API)."""
     parts = name.split(".")
     if len(parts) == 1:
-        return "root", None
+        return "api", None  # `from companions import x`: x is judged by its own name
     if parts[1] in CORE or parts[1] in ROOT_MODULES:
         return ("core", None) if parts[1] in CORE else ("root", None)
     if parts[1] == "book":

@@ -4,6 +4,7 @@ import math
 
 import pytest
 import torch
+
 from companions import losses
 
 
@@ -82,15 +83,3 @@ def test_info_nce_window_and_stop_grad():
         losses.info_nce(hx, hy, 0.0)
     with pytest.raises(ValueError, match="not one of"):
         losses.pair_contrastive(hx, hy, hy, "hinge")
-
-
-def test_info_nce_equals_the_contrastive_topics_loss():
-    """Evidence for moving companions.contrastive.training.info_nce onto the core."""
-    from companions.contrastive import training as ct
-
-    hx, hy = _rand(2, 8, 4, seed=13), _rand(2, 8, 4, seed=14)
-    for n_neg in (2, 7):
-        ours = losses.info_nce(hx, hy, 0.3, n_neg=n_neg, stop_grad=True)
-        theirs = ct.info_nce(hx, hy, 0.3, n_neg)
-        assert torch.allclose(ours, theirs, rtol=1e-13, atol=0)
-    assert torch.equal(losses.negative_mask(8, 3), ct.negative_mask(8, 3))

@@ -3,10 +3,11 @@
 import math
 from fractions import Fraction
 
-import companions
 import pytest
 import sympy as sp
 import torch
+
+import companions
 from companions.universality import data as ud
 from companions.universality import experiments as ux
 from companions.universality import symbolic as usym

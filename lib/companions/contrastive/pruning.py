@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from companions import losses
 from companions.contrastive import data as cdata
 from companions.contrastive import model as cmodel
 from companions.contrastive import training as ctrain
@@ -362,7 +363,7 @@ def logit_effect(
     }
     offdiag = ~torch.eye(s.K, dtype=torch.bool)
     if s.n_neg < s.K - 1:
-        offdiag = offdiag & ctrain.negative_mask(s.K, s.n_neg)
+        offdiag = offdiag & losses.negative_mask(s.K, s.n_neg)
     for _ in range(batches):
         batch = cdata.sample_batch(
             M, hist.probs, hist.sigma, s.K, s.L, s.mag_low, s.token_q, generator, pooled=s.pooled

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import torch
 from tqdm.std import tqdm
 
+from companions import losses
 from companions.contrastive import data as cdata
 from companions.contrastive import model as cmodel
 
@@ -89,26 +90,20 @@ class Setup:
         return self.attention == "uniform"
 
 
-def negative_mask(K: int, n_neg: int, device="cpu") -> torch.Tensor:
-    """``(K, K)`` boolean: entry ``(k, k')`` is in anchor ``k``'s denominator ``{Y_k} U N_k``."""
-    offs = (torch.arange(K, device=device)[None, :] - torch.arange(K, device=device)[:, None]) % K
-    return offs <= n_neg
-
-
 def logits(hx: torch.Tensor, hy: torch.Tensor, tau: float, n_neg: int) -> torch.Tensor:
     """``sim(X_k, Y_k') / tau = <f(X_k), sg f(Y_k')> / tau``, ``(R, K, K)``, ``-inf`` outside
     ``B_k``."""
     K = hx.shape[1]
     S = hx @ hy.detach().transpose(-1, -2) / tau
     if n_neg < K - 1:
-        S = S.masked_fill(~negative_mask(K, n_neg, hx.device), float("-inf"))
+        S = S.masked_fill(~losses.negative_mask(K, n_neg, hx.device), float("-inf"))
     return S
 
 
 def info_nce(hx: torch.Tensor, hy: torch.Tensor, tau: float, n_neg: int) -> torch.Tensor:
-    """Eq (1) averaged over the batch (the data term of (3)), per run: ``(R,)``."""
-    S = logits(hx, hy, tau, n_neg)
-    return -torch.diagonal(torch.log_softmax(S, dim=-1), dim1=-2, dim2=-1).mean(-1)
+    """Eq (1) averaged over the batch (the data term of (3)), per run: ``(R,)``; the core's InfoNCE
+    with the positives' side stopped (StopGrad)."""
+    return losses.info_nce(hx, hy, tau, n_neg=n_neg, stop_grad=True)
 
 
 def surrogate(hx: torch.Tensor, hy: torch.Tensor, P: torch.Tensor) -> torch.Tensor:
