@@ -296,3 +296,28 @@ def test_chapter_presets_and_checks():
         companions.preset("dg-nuclear-norm", "smoke", gamma=0.5)
     with pytest.raises(ValueError, match="'task_r'"):
         companions.preset("dg-nuclear-norm", "smoke", task_r=64)
+
+
+def test_d_sweep_turns_where_the_means_cross():
+    ds = experiments.d_sweep(64, [70, 400], 0.45, 1.0, 4000, 2, gen(), progress=False)
+    assert ds.ood_accuracy.shape == (2, 2)
+    assert np.all(ds.ood_accuracy[:, 0] > 0.99) and np.all(ds.ood_accuracy[:, 1] < 0.01)
+    assert np.allclose(ds.ood_accuracy, ds.normal_accuracy, atol=0.02)
+
+
+def test_two_d_experiment_shares_initialisation_and_data():
+    res = experiments.two_d_experiment(
+        200, 2000, 50, 0.5, 0.0, 2, lambda s: gen(10 + s), progress=False
+    )
+    # with lambda = 0 ERM-NU is ERM: the same data and start must give the same run
+    assert res.ood_acc["ERM"] == res.ood_acc["ERM-NU"]
+    assert res.slope["ERM"] == res.slope["ERM-NU"] and len(res.id_acc["ERM"]) == 2
+
+
+def test_task_experiment_same_batches_for_equal_methods():
+    task = dict(r=4, d=16, gammas=[0.3, 0.4], n=200, test=500, steps=30, batch=8, lr=0.05)
+    methods = {"a": ("nu", 0.1), "b": ("nu", 0.1), "erm": ("erm", 0.0)}
+    res = experiments.task_experiment(task, methods, 2, lambda s: gen(20 + s), progress=False)
+    assert res.ood_acc["a"] == res.ood_acc["b"] and torch.equal(res.w["a"][0], res.w["b"][0])
+    assert not torch.equal(res.w["a"][0], res.w["erm"][0])
+    assert all(1.0 <= v <= 16 for v in res.stable_rank["erm"])
