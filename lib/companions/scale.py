@@ -181,7 +181,14 @@ def register_chapter(chapter: Chapter) -> Chapter:
 
 #: The topic subpackages, in the order of the book's parts. Discovery imports
 #: ``companions.<topic>.chapters`` for each of them, and nothing else.
-TOPICS = ("emergence", "fourier", "looped", "contrastive", "universality")
+TOPICS = (
+    "emergence",
+    "fourier",
+    "looped",
+    "contrastive",
+    "domain_generalization",
+    "universality",
+)
 
 _DISCOVERED = False
 
