@@ -3,11 +3,12 @@
 import math
 from fractions import Fraction
 
-import companions
 import numpy as np
 import pytest
 import sympy as sp
 import torch
+
+import companions
 from companions.domain_generalization import data, experiments, symbolic, tables, theory, training
 
 
