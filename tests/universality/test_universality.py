@@ -96,6 +96,20 @@ def test_probe_norm_and_rademacher():
     assert mc_alpha_sq == pytest.approx(
         uth.rademacher_leading(0.5, 0.5, 0.25, 0.25, 5, 10, 10), rel=0.05
     )
+    # the Poincare lower bound: sqrt(mu - m max(alpha, beta)) times B/m, below the Monte Carlo
+    low = uth.rademacher_lower(0.5, 0.5, 1.0, 0.25, 5, 10, 10)
+    assert low == pytest.approx(uth.probe_norm(0.5, 0.5, 1.0, 0.25) / 10 * math.sqrt(62.5 - 10))
+    assert low <= mc <= lead
+    # with alpha in place of sqrt(alpha) (the slip), E||X|| at alpha = beta = 1/2 leaves the band
+    B = uth.probe_norm(0.5, 0.5, 0.5, 0.5)
+    slip = (
+        B
+        / 10
+        * float(
+            (torch.randn(20000, 10, generator=gen(8)) * 0.5 * math.sqrt(10)).norm(dim=-1).mean()
+        )
+    )
+    assert slip < uth.rademacher_lower(0.5, 0.5, 0.5, 0.5, 5, 10, 10)
 
 
 def test_cr_sqrt_beta():
@@ -126,9 +140,17 @@ def test_projection_is_the_euclidean_projection():
 def test_project_cr_meets_both_constraints():
     W_star = uth.project_representation(torch.randn(4, 6, generator=gen(9), dtype=torch.float64), 2)
     W = W_star + 2 * torch.randn(4, 6, generator=gen(10), dtype=torch.float64)
-    P = uth.project_cr(W, W_star, 0.3, iters=200)
+    P = uth.project_cr(W, W_star, 0.3, tol=1e-10)
     assert float((P - W_star).norm()) <= 0.3 + 1e-6
     assert float(torch.linalg.matrix_norm(P, 2)) <= 1 + 1e-6
+    assert uth.cr_residual(P, W_star, 0.3) <= 1e-6
+    # a point outside the ball by 0.2: the residual sees it
+    D = torch.randn(4, 6, generator=gen(11), dtype=torch.float64)
+    outside = W_star + 0.5 * D / D.norm()
+    assert uth.cr_residual(outside, W_star, 0.3) >= 0.2 - 1e-12
+    assert uth.cr_residual(2 * W_star, W_star, 10.0) == pytest.approx(
+        float(torch.linalg.matrix_norm(2 * W_star, 2)) - 1
+    )
 
 
 def test_mixture_objective_minimum_at_one_for_logistic():
@@ -191,6 +213,27 @@ def test_pretraining_reaches_the_closed_forms():
         utr.pretrain(lay, M, [0], 0, 256, 2.0, gen(0))
 
 
+def test_control_without_resampling_encodes_the_spurious_features():
+    lay = ud.Layout(2, 4, 2, 2)
+    M = ud.dictionary(lay.d, gen(12))
+    W, _ = utr.pretrain(lay, M, [0, 1], 120, 256, 2.0, gen(13), resample_u=False)
+    assert float(uth.loadings(W.double(), M)[lay.spurious()].mean()) > 0.2
+
+
+def test_sweep_and_target_errors_match_the_single_calls(lay):
+    M = ud.dictionary(lay.d, gen(16))
+    U = ud.task_vectors(lay, gen(17))
+    reps = {K: [uth.representation(uth.theory_loadings(lay, range(K)), M, k=lay.k)] for K in (1, 3)}
+    pts = ux.tradeoff_sweep(reps, M, lay, U, 2, 6, 50, lambda K, sd: 10 * K + sd)
+    assert pts.shape == (2, 1, 2)
+    one = ux.tradeoff_point(reps[3][0], M, lay, U, 0, 2, 6, 50, gen(30))
+    assert tuple(pts[1, 0]) == pytest.approx(one)
+    errs = ux.target_errors(reps[3], M, lay, U[0], 2, 50, lambda sd: 30)
+    acc = ux.probe_accuracy(reps[3][0], M, lay, U[0], 0, 2, 50, gen(30))
+    assert errs[0] == pytest.approx(1 - float(acc.mean()))
+    assert errs[0] > 0.01  # two labels do not recover the task
+
+
 def test_cr_finetune_raises_the_target_loading_within_the_ball():
     lay = ud.Layout(2, 4, 2, 2)
     M = ud.dictionary(lay.d, gen(14))
@@ -228,13 +271,30 @@ def test_probes_on_closed_forms(lay):
         ux.probe_excess_mse(W_t, M, lay, U[0], 0, 0, 2, gen(0))
 
 
+def test_t_critical_against_tables():
+    assert ux.t_critical(1) == pytest.approx(12.706, abs=1e-3)
+    assert ux.t_critical(3) == pytest.approx(3.182, abs=1e-3)
+    assert ux.t_critical(30) == pytest.approx(2.042, abs=1e-3)
+    assert ux.t_critical(10**6) == pytest.approx(1.960, abs=1e-3)
+    assert ux.t_critical(4, level=0.95) == pytest.approx(2.132, abs=1e-3)
+    with pytest.raises(ValueError, match="'df'"):
+        ux.t_critical(0)
+
+
 def test_decisions():
-    assert ux.decide_close(0.99, 0.001, 1.0, 0.05) is True
-    assert ux.decide_close(0.8, 0.001, 1.0, 0.05) is False
-    assert ux.decide_close(0.96, 0.01, 1.0, 0.05) is None
-    assert ux.decide_positive(0.1, 0.01) is True
-    assert ux.decide_positive(-0.1, 0.01) is False
-    assert ux.decide_positive(0.01, 0.01) is None
+    assert ux.decide_close(0.99, 0.001, 1.0, 0.05, 2.0) is True
+    assert ux.decide_close(0.8, 0.001, 1.0, 0.05, 2.0) is False
+    assert ux.decide_close(0.96, 0.01, 1.0, 0.05, 2.0) is None
+    assert ux.decide_positive(0.1, 0.01, 2.0) is True
+    assert ux.decide_positive(-0.1, 0.01, 2.0) is False
+    assert ux.decide_positive(0.01, 0.01, 2.0) is None
+    # two seeds: t_{0.975,1} = 12.7, so an effect of 5 standard errors is not decided
+    agrees, mean, se, note = ux.verdict([0.4, 0.6])
+    assert agrees is None and (mean, se) == (pytest.approx(0.5), pytest.approx(0.1))
+    assert "undecided with 2 seeds" in note and "about 3 seeds" in note
+    assert ux.verdict([0.4, 0.6, 0.5, 0.5, 0.45, 0.55])[0] is True
+    assert ux.verdict([0.98, 0.99, 1.0], target=0.5, margin=0.1)[0] is False
+    assert ux.seeds_to_decide(0.1, 2, 0.5) == 3  # sd 0.141: t_2 0.141/sqrt 3 = 0.35 < 0.5
     mean, se = ux.mean_se([1.0, 3.0])
     assert (mean, se) == (2.0, pytest.approx(1.0))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import mpmath
 import torch
 
 from companions.universality import data
@@ -16,25 +17,84 @@ def mean_se(values) -> tuple[float, float]:
     return float(v.mean()), se
 
 
-def decide_close(mean: float, se: float, target: float, margin: float, z: float = 2.0):
-    """Agreement within a margin fixed in advance: True when ``|mean - target| + z se <= margin``,
-    False when ``|mean - target| - z se > margin``, else None (the run cannot decide)."""
+def t_critical(df: int, level: float = 0.975) -> float:
+    """The Student-t quantile ``t_{level, df}`` (``level = 0.975``: the two-sided 95 % critical
+    value), by bisection on the CDF ``1 - I_{df/(df+t^2)}(df/2, 1/2)/2`` (mpmath, 30 digits)."""
+    if df < 1:
+        raise ValueError(f"parameter 'df' = {df} is not allowed: it must be >= 1")
+    if not 0.5 < level < 1:
+        raise ValueError(f"parameter 'level' = {level} is not allowed: it must be in (0.5, 1)")
+    mpmath.mp.dps = 30
+    nu = mpmath.mpf(df)
+
+    def cdf(t):
+        return 1 - mpmath.betainc(nu / 2, 0.5, 0, nu / (nu + t * t), regularized=True) / 2
+
+    lo, hi = mpmath.mpf(0), mpmath.mpf(1)
+    while cdf(hi) < level:
+        hi *= 2
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if cdf(mid) < level else (lo, mid)
+    return float((lo + hi) / 2)
+
+
+def decide_close(mean: float, se: float, target: float, margin: float, crit: float):
+    """Agreement within a margin fixed in advance: True when ``|mean - target| + crit se <=
+    margin``, False when ``|mean - target| - crit se > margin``, else None (the run cannot decide).
+    ``crit`` is the critical value, e.g. ``t_critical(n - 1)`` for ``n`` seeds."""
     gap = abs(mean - target)
-    if gap + z * se <= margin:
+    if gap + crit * se <= margin:
         return True
-    if gap - z * se > margin:
+    if gap - crit * se > margin:
         return False
     return None
 
 
-def decide_positive(mean: float, se: float, z: float = 2.0):
-    """An effect predicted positive: True when ``mean - z se > 0``, False when ``mean + z se < 0``,
-    else None."""
-    if mean - z * se > 0:
+def decide_positive(mean: float, se: float, crit: float):
+    """An effect predicted positive: True when ``mean - crit se > 0``, False when ``mean + crit se
+    < 0``, else None."""
+    if mean - crit * se > 0:
         return True
-    if mean + z * se < 0:
+    if mean + crit * se < 0:
         return False
     return None
+
+
+def seeds_to_decide(se: float, n: int, gap: float, most: int = 100) -> int | None:
+    """How many seeds would decide an effect ``gap`` away from its threshold at the spread seen
+    with ``n`` seeds (standard error ``se``): the least ``n'`` with ``t_{n'-1} sd / sqrt(n') <
+    |gap|``, ``sd = se sqrt(n)``; None above ``most``."""
+    sd = se * math.sqrt(n)
+    if sd == 0:
+        return n
+    for k in range(2, most + 1):
+        if t_critical(k - 1) * sd / math.sqrt(k) < abs(gap):
+            return k
+    return None
+
+
+def verdict(values, *, target=None, margin=None, hint: str = ""):
+    """Decide a prediction over seeds with a Student-t 95 % interval: ``values`` positive (when
+    ``target`` is None) or within ``margin`` of ``target``. Returns ``(agrees, mean, se, note)``
+    where ``note`` names, when undecided, the number of seeds that would decide (and ``hint``, e.g.
+    the scale that has them)."""
+    mean, se = mean_se(values)
+    n = len(values)
+    crit = t_critical(n - 1)
+    if target is None:
+        agrees, gap = decide_positive(mean, se, crit), mean
+    else:
+        agrees = decide_close(mean, se, target, margin, crit)
+        gap = margin - abs(mean - target)
+    note = f"t_{{0.975,{n - 1}}} = {crit:.2f}"
+    if agrees is None:
+        k = seeds_to_decide(se, n, gap)
+        more = f"about {k} seeds would decide" if k else "more than 100 seeds would be needed"
+        note += f"; undecided with {n} seeds ({more} at this spread)"
+        if hint:
+            note += f"; {hint}"
+    return agrees, mean, se, note
 
 
 def _probe(W, M, layout, u_star, task, m, trials, generator, sign: bool, ridge: float = 0.0):
@@ -94,3 +154,28 @@ def tradeoff_point(
         return float(vals.mean())
 
     return 1 - acc(target, m_target), sum(acc(t, m_univ) for t in range(layout.T)) / layout.T
+
+
+def tradeoff_sweep(reps, M, layout, U, m_target, m_univ, trials, seed_of, ridge=0.0):
+    """The trade-off figure's points: ``reps[K]`` lists the representations pre-trained on the
+    first ``K`` tasks (one per seed); returns an array ``(len(reps), seeds, 2)`` of (target error on
+    task 0, average accuracy over all tasks), probe samples drawn by ``seed_of(K, seed)``."""
+    out = []
+    for K in sorted(reps):
+        row = []
+        for sd, W in enumerate(reps[K]):
+            g = torch.Generator().manual_seed(seed_of(K, sd))
+            row.append(tradeoff_point(W, M, layout, U, 0, m_target, m_univ, trials, g, ridge))
+        out.append(row)
+    return torch.tensor(out, dtype=torch.float64).numpy()
+
+
+def target_errors(Ws, M, layout, u_star, m, trials, seed_of, ridge=0.0) -> list[float]:
+    """Target-task (task 0) error of the binary probe with ``m`` labels on each representation in
+    ``Ws``, probe samples drawn by ``seed_of(seed)`` (the same samples for equal seeds)."""
+    errs = []
+    for sd, W in enumerate(Ws):
+        g = torch.Generator().manual_seed(seed_of(sd))
+        acc = probe_accuracy(W, M, layout, u_star, 0, m, trials, g, ridge=ridge)
+        errs.append(1 - float(acc.mean()))
+    return errs

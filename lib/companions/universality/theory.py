@@ -122,14 +122,22 @@ def project_representation(W: torch.Tensor, fro: float | None) -> torch.Tensor:
 
 
 def project_cr(
-    W: torch.Tensor, W_star: torch.Tensor, gamma: float, fro: float | None = None, iters: int = 20
+    W: torch.Tensor,
+    W_star: torch.Tensor,
+    gamma: float,
+    fro: float | None = None,
+    tol: float = 1e-6,
+    max_iters: int = 2000,
 ) -> torch.Tensor:
     """Projection onto (F.105) ``{||W - W*||_F <= gamma} n {||W|| <= 1}`` (and ``||W||_F <= fro``
-    when given), by Dykstra's alternating projections."""
+    when given), by Dykstra's alternating projections, iterated until an iterate moves by less
+    than ``tol`` (Frobenius) or ``max_iters``. ``cr_residual`` measures how far the result is from
+    the set."""
     X = W.clone()
     P = torch.zeros_like(W)
     Qd = torch.zeros_like(W)
-    for _ in range(iters):
+    for _ in range(max_iters):
+        X_old = X
         Y = X + P
         D = Y - W_star
         n = float(D.norm())
@@ -138,7 +146,26 @@ def project_cr(
         Z = Yb + Qd
         X = project_representation(Z, fro)
         Qd = Z - X
+        if float((X - X_old).norm()) < tol:
+            break
     return X
+
+
+def cr_residual(W: torch.Tensor, W_star: torch.Tensor, gamma: float) -> float:
+    """How far ``W`` is outside (F.105): ``max(||W - W*||_F - gamma, ||W|| - 1, 0)``."""
+    W64, Ws = W.double(), W_star.double()
+    ball = float((W64 - Ws).norm()) - gamma
+    spec = float(torch.linalg.matrix_norm(W64, ord=2)) - 1
+    return max(ball, spec, 0.0)
+
+
+def rademacher_lower(v1, v2, alpha, beta, s, r, m) -> float:
+    """This book's lower bound on (F.75) by the Gaussian Poincare inequality: with ``X = A sum_i
+    z^(i)``, ``||X||`` is ``sqrt(m) max(sqrt(alpha), sqrt(beta))``-Lipschitz in a standard
+    Gaussian, so ``Var ||X|| <= m max(alpha, beta)`` and ``E||X|| >= sqrt(mu - m max(alpha,
+    beta))`` with ``mu = E||X||^2 = m (s alpha + (r - s) beta)``; times ``B / m``."""
+    mu = m * (s * alpha + (r - s) * beta)
+    return probe_norm(v1, v2, alpha, beta) / m * math.sqrt(max(mu - m * max(alpha, beta), 0.0))
 
 
 def leading_term_f8(T, r, m, u_norm, L=1):

@@ -12,10 +12,14 @@ from tqdm.std import tqdm
 from companions import losses
 from companions.universality import data, theory
 
+#: Dykstra's stopping tolerance in the fine-tuning (an iterate moving by less, in Frobenius norm);
+#: float32 resolves about 1e-7 relative, so 1e-5 is reachable.
+CR_TOL = 1e-5
 
-def _batch(layout, M, tasks, batch, generator, device, dtype):
+
+def _batch(layout, M, tasks, batch, generator, device, dtype, resample_u=True):
     z, _ = data.sample_z(layout, tasks, batch, generator, dtype=dtype)
-    zp = data.positive(layout, z, generator)
+    zp = data.positive(layout, z, generator) if resample_u else z.clone()
     Mt = M.T.to(device, dtype)
     return z.to(device) @ Mt, zp.to(device) @ Mt
 
@@ -27,12 +31,26 @@ def contrastive_loss(W: torch.Tensor, x: torch.Tensor, x_pos: torch.Tensor, loss
 
 
 def _run(
-    W, layout, M, tasks, steps, batch, lr, generator, device, dtype, project, loss, progress, desc
+    W,
+    layout,
+    M,
+    tasks,
+    steps,
+    batch,
+    lr,
+    generator,
+    device,
+    dtype,
+    project,
+    loss,
+    progress,
+    desc,
+    resample_u=True,
 ):
     W = W.to(device, dtype).clone()
     trace = []
     for _ in tqdm(range(steps), desc=desc, disable=not progress, leave=False):
-        x, xp = _batch(layout, M, tasks, batch, generator, device, dtype)
+        x, xp = _batch(layout, M, tasks, batch, generator, device, dtype, resample_u)
         W.requires_grad_(True)
         value = contrastive_loss(W, x, xp, loss)
         (grad,) = torch.autograd.grad(value, W)
@@ -56,10 +74,12 @@ def pretrain(
     loss: str = "logistic",
     progress: bool = False,
     desc: str = "pre-training",
+    resample_u: bool = True,
 ):
     """Pre-train ``phi(x) = W x`` (``W`` of shape ``(k, d)``) on an even mixture of ``tasks`` by
-    projected gradient descent onto ``{||W|| <= 1, ||W||_F <= sqrt(r)}``. Returns ``(W, losses per
-    step)``."""
+    projected gradient descent onto ``{||W|| <= 1, ||W||_F <= sqrt(r)}``. ``resample_u=False`` is
+    the control: the positive keeps ``z``'s own ``z_U`` instead of (7.7)'s fresh copy. Returns
+    ``(W, losses per step)``."""
     if steps < 1 or batch < 2 or lr <= 0:
         raise ValueError(
             f"parameters steps={steps}, batch={batch}, lr={lr}: need steps >= 1, batch >= 2, lr > 0"
@@ -81,6 +101,7 @@ def pretrain(
         loss,
         progress,
         desc,
+        resample_u,
     )
 
 
@@ -118,7 +139,7 @@ def cr_finetune(
         generator,
         device,
         dtype,
-        lambda W: theory.project_cr(W, Ws, gamma, fro),
+        lambda W: theory.project_cr(W, Ws, gamma, fro, tol=CR_TOL),
         loss,
         progress,
         desc,
