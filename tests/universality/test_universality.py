@@ -234,6 +234,23 @@ def test_sweep_and_target_errors_match_the_single_calls(lay):
     assert errs[0] > 0.01  # two labels do not recover the task
 
 
+def test_excess_curve_and_cr_finetune_all_match_the_single_calls(lay):
+    M = ud.dictionary(lay.d, gen(16))
+    U = ud.task_vectors(lay, gen(17))
+    W = uth.representation(uth.theory_loadings(lay, range(3)), M, k=lay.k)
+    curve = ux.excess_curve(W, M, lay, U[0], 0, [2, 8], 40, lambda m: 5 + m)
+    one = ux.probe_excess_mse(W, M, lay, U[0], 0, 2, 40, gen(7))
+    assert curve[0] == pytest.approx(float(one.mean())) and curve[0] > 0.01
+    assert curve[1] == pytest.approx(0.0, abs=1e-12)  # m = r: exact
+    lay2 = ud.Layout(2, 4, 2, 2)
+    M2 = ud.dictionary(lay2.d, gen(14))
+    W_star = uth.representation(uth.theory_loadings(lay2, [0, 1]), M2, k=lay2.k)
+    (Wa,) = utr.cr_finetune_all(lay2, M2, [W_star], 0, 0.2, 5, 64, 2.0, lambda sd: 15 + sd)
+    Wb, _ = utr.cr_finetune(lay2, M2, W_star, 0, 0.2, 5, 64, 2.0, gen(15))
+    assert Wa.dtype == torch.float64 and torch.allclose(Wa, Wb.double())
+    assert not torch.allclose(Wa, W_star.double(), atol=1e-3)
+
+
 def test_cr_finetune_raises_the_target_loading_within_the_ball():
     lay = ud.Layout(2, 4, 2, 2)
     M = ud.dictionary(lay.d, gen(14))

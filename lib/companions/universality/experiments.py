@@ -179,3 +179,13 @@ def target_errors(Ws, M, layout, u_star, m, trials, seed_of, ridge=0.0) -> list[
         acc = probe_accuracy(W, M, layout, u_star, 0, m, trials, g, ridge=ridge)
         errs.append(1 - float(acc.mean()))
     return errs
+
+
+def excess_curve(W, M, layout, u_star, task, m_values, trials, seed_of) -> list[float]:
+    """Mean excess MSE of the least-norm probe (``probe_excess_mse``) on ``task`` at each ``m`` in
+    ``m_values``, probe samples drawn by ``seed_of(m)``."""
+    out = []
+    for m in m_values:
+        g = torch.Generator().manual_seed(seed_of(m))
+        out.append(float(probe_excess_mse(W, M, layout, u_star, task, m, trials, g).mean()))
+    return out

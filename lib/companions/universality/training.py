@@ -144,3 +144,18 @@ def cr_finetune(
         progress,
         desc,
     )
+
+
+def cr_finetune_all(
+    layout, M, Ws, target, gamma, steps, batch, lr, seed_of, device="cpu", fro=None
+):
+    """``cr_finetune`` from each representation in ``Ws`` (seed ``sd`` draws its data with
+    ``seed_of(sd)``); returns the fine-tuned matrices in float64 on the CPU."""
+    out = []
+    for sd, W in enumerate(Ws):
+        g = torch.Generator().manual_seed(seed_of(sd))
+        Wc, _ = cr_finetune(
+            layout, M, W, target, gamma, steps, batch, lr, g, device=device, fro=fro
+        )
+        out.append(Wc.double().cpu())
+    return out
