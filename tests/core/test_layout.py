@@ -1,7 +1,7 @@
 """The package's layout rules (CONTRIBUTING.md, "Layout"), read from the source with ``ast``.
 
-- the core (``scale``, ``ledger``, ``runtime``, ``train``, ``plots``, ``losses``) imports only
-  itself;
+- the core (``scale``, ``ledger``, ``runtime``, ``train``, ``plots``, ``losses``, ``stats``)
+  imports only itself;
 - a topic imports only the core and its own subpackage, never ``book`` and never another topic;
 - nothing outside ``book/`` imports ``book/``;
 - every topic has the same shape (``__init__``, ``chapters``) and is listed in ``scale.TOPICS``;
@@ -25,7 +25,7 @@ from companions import scale
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "lib" / "companions"
-CORE = ("scale", "ledger", "runtime", "train", "plots", "losses")
+CORE = ("scale", "ledger", "runtime", "train", "plots", "losses", "stats")
 #: Modules of the package root that are neither core nor a topic: the package's API and its CLI
 #: entry.
 ROOT_MODULES = {"__init__", "__main__"}

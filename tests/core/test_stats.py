@@ -1,0 +1,63 @@
+"""companions.stats: Student's t and decisions against uncertainty."""
+
+import math
+
+import pytest
+
+from companions import stats
+
+
+@pytest.mark.parametrize(
+    "df, value",
+    [(1, 12.7062047), (2, 4.3026527), (3, 3.1824463), (4, 2.7764451), (30, 2.0422725)],
+)
+def test_t_critical_matches_the_tables(df, value):
+    assert stats.t_critical(df) == pytest.approx(value, abs=1e-6)
+
+
+def test_t_critical_tends_to_the_normal_and_has_its_level():
+    assert stats.t_critical(1e6) == pytest.approx(1.959964, abs=1e-5)
+    assert stats.t_critical(5, level=0.99) == pytest.approx(4.032143, abs=1e-5)
+    t = stats.t_critical(7)
+    assert stats.student_t_cdf(t, 7) - stats.student_t_cdf(-t, 7) == pytest.approx(0.95, abs=1e-10)
+
+
+def test_cdf_is_symmetric_and_exact_at_one_degree_of_freedom():
+    # df = 1 is the Cauchy distribution: F(t) = 1/2 + atan(t)/pi
+    for t in (-3.0, -0.4, 0.0, 0.7, 5.0):
+        assert stats.student_t_cdf(t, 1) == pytest.approx(0.5 + math.atan(t) / math.pi, abs=1e-12)
+        assert stats.student_t_cdf(t, 4) + stats.student_t_cdf(-t, 4) == pytest.approx(1.0)
+
+
+def test_welch_df_limits():
+    assert stats.welch_df(1.0, 5, 0.0, 5) == pytest.approx(4.0)
+    assert stats.welch_df(1.0, 5, 1.0, 5) == pytest.approx(8.0)
+    with pytest.raises(ValueError):
+        stats.welch_df(1.0, 1, 1.0, 5)
+
+
+def test_mean_and_se():
+    mean, se, n = stats.mean_and_se([1.0, 2.0, 3.0, 6.0])
+    assert (mean, n) == (3.0, 4)
+    assert se == pytest.approx(math.sqrt((4 + 1 + 0 + 9) / 3 / 4))
+    with pytest.raises(ValueError):
+        stats.mean_and_se([1.0])
+
+
+def test_decide_uses_t_not_two():
+    # 3 seeds, effect 3 se above the margin: decided with z = 2, not with t(2) = 4.30
+    assert stats.decide(3.0, 1.0, 3) is None
+    assert stats.decide(5.0, 1.0, 3) is True
+    assert stats.decide(-5.0, 1.0, 3) is False
+    assert stats.decide(1.0, 0.1, 30, margin=0.5) is True
+    assert stats.decide(0.55, 0.1, 30, margin=0.5) is None
+    with pytest.raises(ValueError, match="'n'"):
+        stats.decide(1.0, 0.1, 1)
+
+
+@pytest.mark.parametrize("bad", [0, -1])
+def test_bad_parameters_are_named(bad):
+    with pytest.raises(ValueError, match="'df'"):
+        stats.t_critical(bad)
+    with pytest.raises(ValueError, match="'level'"):
+        stats.t_critical(3, level=1.0)
