@@ -181,7 +181,7 @@ def register_chapter(chapter: Chapter) -> Chapter:
 
 #: The topic subpackages, in the order of the book's parts. Discovery imports
 #: ``companions.<topic>.chapters`` for each of them, and nothing else.
-TOPICS = ("emergence", "fourier", "looped", "contrastive")
+TOPICS = ("emergence", "fourier", "looped", "contrastive", "icl_scale")
 
 _DISCOVERED = False
 
