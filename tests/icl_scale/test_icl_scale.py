@@ -65,6 +65,7 @@ def _random_E(d=3, n=5, seed=0):
 def test_eq_5_2_corrected_is_eq_5_1s_entry_for_any_blocks():
     E, W_PV, W_KQ = _random_E()
     full = model.prediction(E, W_PV, W_KQ, 5)
+    assert torch.allclose(model.lsa(E, W_PV, W_KQ, 5)[..., -1, -1], full, rtol=1e-12)
     assert torch.allclose(model.prediction_eq_5_2(E, W_PV, W_KQ, 5), full, rtol=1e-12)
     # the residual E's entry (d+1, N+1) is 0; with a nonzero label slot the two would differ
     E2 = E.clone()
@@ -245,3 +246,15 @@ def test_chapter_checks_name_the_parameter():
         companions.preset("icl-scale-regression", "smoke", train_ranks=[5])
     with pytest.raises(ValueError, match="'sigmas'"):
         companions.preset("icl-scale-regression", "smoke", sigmas=[0.5, 1.0])
+
+
+def test_loss_at_best_u_is_the_minimum_over_u(basis):
+    Lam = data.covariance(LAM, basis)
+    Us = torch.randn(3, 4, 4, generator=torch.Generator().manual_seed(10), dtype=torch.float64)
+    best = theory.loss_at_best_u(Us, Lam, 8)
+    for k in range(3):
+        a = float(torch.trace(theory.gamma(Lam, 8) @ Lam @ Us[k] @ Lam @ Us[k].T))
+        b = float(torch.trace(Lam @ Lam @ Us[k].T))
+        assert abs(float(best[k]) - float(theory.population_loss(Us[k], b / a, Lam, 8))) < 1e-10
+        for u in (b / a * 0.9, b / a * 1.1, -1.0):
+            assert float(theory.population_loss(Us[k], u, Lam, 8)) > float(best[k])

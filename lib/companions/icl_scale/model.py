@@ -12,8 +12,12 @@ def lsa(E: torch.Tensor, W_PV: torch.Tensor, W_KQ: torch.Tensor, rho: float) -> 
 
 
 def prediction(E: torch.Tensor, W_PV: torch.Tensor, W_KQ: torch.Tensor, rho: float):
-    """The entry ``(d+1, N+1)`` of eq. (5.1)'s output: the prediction for the query."""
-    return lsa(E, W_PV, W_KQ, rho)[..., -1, -1]
+    """The entry ``(d+1, N+1)`` of eq. (5.1)'s output, the prediction for the query, computed
+    without forming the ``(N+1) x (N+1)`` attention matrix: the last row of ``W^PV E`` against
+    the last column of ``E^T W^KQ E``."""
+    row = torch.einsum("j,...jn->...n", W_PV[-1], E)  # (W^PV E)[d+1, :]
+    col = E.transpose(-1, -2) @ (W_KQ @ E[..., -1:])  # (E^T W^KQ E)[:, N+1]
+    return E[..., -1, -1] + (row.unsqueeze(-2) @ col).squeeze(-1).squeeze(-1) / rho
 
 
 def prediction_eq_5_2(E: torch.Tensor, W_PV: torch.Tensor, W_KQ: torch.Tensor, rho: float):

@@ -245,3 +245,13 @@ def flip_gap_symbolic(d: int = 4, r: int = 2, r2: int = 4):
     v_r2 = [vstar[i] if i < r2 else 0 for i in range(d)]
     gap = evaluation_loss(lam, v_r2, s, M, s2, f) - evaluation_loss(lam, v_r, s, M, s2, f)
     return gap, sp.cancel(sp.diff(gap, f))
+
+
+def loss_at_best_u(Us: torch.Tensor, Lam: torch.Tensor, N) -> torch.Tensor:
+    """``min_u L(U, u)`` for a batch ``Us`` of shape ``(b, d, d)`` (Lemma 5.1): ``l~`` is
+    quadratic in ``u``, ``a u^2/2 - b u`` with ``a = tr(Gamma Lambda U Lambda U^T)`` and
+    ``b = tr(Lambda^2 U^T)``, so the minimum is ``C - b^2 / (2a)`` (at ``u = b/a``)."""
+    G = gamma(Lam, N)
+    a = torch.einsum("ij,bjk,kl,bil->b", G @ Lam, Us, Lam, Us)
+    b = torch.einsum("ij,bij->b", Lam @ Lam, Us)
+    return loss_constant(Lam) - 0.5 * b**2 / a
