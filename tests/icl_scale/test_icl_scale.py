@@ -258,3 +258,74 @@ def test_loss_at_best_u_is_the_minimum_over_u(basis):
         assert abs(float(best[k]) - float(theory.population_loss(Us[k], b / a, Lam, 8))) < 1e-10
         for u in (b / a * 0.9, b / a * 1.1, -1.0):
             assert float(theory.population_loss(Us[k], u, Lam, 8)) > float(best[k])
+
+
+# -- parity (Section 5.5) ------------------------------------------------------------------------
+from companions.icl_scale import parity as pa  # noqa: E402
+
+
+def test_parity_construction_matches_the_sources_example():
+    g = F(1, 5)
+    a, V = pa.construction(8, g)
+    c = 1 / (4 * g)
+    assert a == [-1, -1, -1, 1, -1, -1, -1, 1]
+    assert V[0] == [c * x for x in (-1, 1, -1, 1, -1, 1, -1, 1)]
+    assert V[2] == [c * x for x in (-1, -1, -1, -1, 1, 1, 1, 1)]
+    assert V[3] == [-3 * c] * 8 and V[7] == [3 * c] * 8 and V[4] == [-x for x in V[0]]
+    a1, V1 = pa.construction_small(2, 8, g)  # neurons {1, 4, 5, 8}, positive scale v1 = 1
+    assert a1 == [-1, 1, -1, 1] and V1[0] == V[0] and V1[1] == [-c] * 8 and V1[3] == [c] * 8
+    with pytest.raises(ValueError, match="'d'"):
+        pa.construction(6, g)
+
+
+def test_parity_margins_and_uncovered_counts():
+    g = F(1, 5)
+    for d, k, uncovered in ((4, 2, 16), (8, 2, 96), (8, 4, 32)):
+        a, V = pa.construction(d, g)
+        s1, s2 = pa.tasks(d, k)
+        assert min(pa.margins(a, V, g, s1 + s2).values()) == 1
+        a1, V1 = pa.construction_small(k, d, g)
+        assert min(pa.margins(a1, V1, g, s1).values()) == 1
+        assert sum(1 for m in pa.margins(a1, V1, g, s2).values() if m < 1) == uncovered
+        assert pa.squared_norm(V) == pa.norm_formula(d, d.bit_length() - 1, g)
+    assert pa.task_rate_threshold(8, g) == F(1, 253)
+
+
+def test_five_heads_reach_zero_loss_and_a_broken_one_does_not():
+    g = F(1, 7)
+    a, V = pa.five_heads_d4(g)
+    assert min(pa.margins(a, V, g, pa.all_patterns(4)).values()) == 1
+    V[2] = V[3]  # duplicate a negative head: some negative pattern is left uncovered
+    assert min(pa.margins(a, V, g, pa.all_patterns(4)).values()) < 1
+
+
+def test_rescale_and_projected_noise():
+    g = F(1, 5)
+    a, V = pa.construction(4, g)
+    a2, V2 = pa.rescale_to_margin_one(a, [[3 * x for x in h] for h in V], g, pa.all_patterns(4))
+    assert V2 == V
+    a1, V1 = pa.construction_small(2, 8, g)
+    assert pa.column_space_rank(V1) == 2 and pa.column_space_rank(pa.construction(8, g)[1]) == 4
+    est = pa.projected_noise(V1, 4, 20000, torch.Generator().manual_seed(0))
+    m, se = pa.mean_se(est)
+    assert abs(m - 2 / 4) < 4 * se  # (v1 + 1)/M, not d/M = 2
+    phi = pa.sample_hidden(20000, 1, 8, (0, 1), 0.2, torch.Generator().manual_seed(1))
+    y = phi[:, 0, 0] * phi[:, 0, 1]
+    assert abs(float((y * phi[:, 0, 0]).mean()) - 0.4) < 0.03  # E[y phi_i] = 2 gamma
+    assert abs(float((y * phi[:, 0, 2]).mean())) < 0.03
+
+
+def test_evaluate_small_model_beats_large_at_large_m():
+    g = F(1, 5)
+    nets = [pa.construction_small(2, 8, g), pa.construction(8, g)]
+    hinge, correct = pa.evaluate(nets, 8, 2, 0.2, 256, 0.0, 3000, torch.Generator().manual_seed(2))
+    assert float(correct[0].mean()) > 0.95 and float(hinge[0].mean()) < float(hinge[1].mean())
+    hinge, correct = pa.evaluate(nets, 8, 2, 0.2, 64, 0.5, 3000, torch.Generator().manual_seed(3))
+    assert abs(float(correct[0].mean()) - 0.5) < 0.05  # labels carry no signal at f = 1/2
+
+
+def test_parity_checks_name_the_parameter():
+    with pytest.raises(ValueError, match="'k'"):
+        companions.preset("icl-scale-parity", "smoke", k=3)
+    with pytest.raises(ValueError, match="'dims'"):
+        companions.preset("icl-scale-parity", "smoke", dims=[6])

@@ -124,3 +124,85 @@ CHAPTER = register_chapter(
         checks=(_check_parameter_pairs,),
     )
 )
+
+
+def _check_parity(p):
+    """Constraints between the parity chapter's parameters."""
+    for name in ("k", "d_eval"):
+        n = p[name]
+        if n < 2 or n & (n - 1):
+            return f"parameter '{name}' = {n} is not allowed: Theorem 5.5.1 needs a power of 2"
+    bad = [n for n in p["dims"] if n < 4 or n & (n - 1)]
+    if bad:
+        return f"parameter 'dims' = {list(p['dims'])} is not allowed: powers of 2, at least 4"
+    if p["k"] >= p["d_eval"]:
+        return f"parameter 'k' = {p['k']} is not allowed: it must be below d_eval = {p['d_eval']}"
+    if sorted(set(p["flips"])) != list(p["flips"]) or p["flips"][0] != 0:
+        return f"parameter 'flips' = {list(p['flips'])} must increase strictly from 0"
+    return None
+
+
+PARITY = register_chapter(
+    Chapter(
+        id="icl-scale-parity",
+        title="Sparse parity in context: the constructed small and large networks",
+        notebook="book/icl-scale/parity.md",
+        params={
+            "gamma": Float(
+                0, 0.25, low_open=True, high_open=True, doc="the correlation gamma (Section 5.5)"
+            ),
+            "dims": ListOf(
+                Int(4, 1024), min_len=1, doc="dimensions d = 2^v2 checked exactly (Theorem 5.5.1)"
+            ),
+            "k": Int(2, 1024, doc="number of important features k = 2^v1 (a power of 2)"),
+            "d_eval": Int(4, 1024, doc="d of the finite-M experiments (a power of 2, above k)"),
+            "eval_m": ListOf(Int(1, 1_000_000), min_len=2, doc="in-context examples M"),
+            "flips": ListOf(
+                Float(0, 0.5), min_len=2, doc="probabilities of flipping an in-context label"
+            ),
+            "prompts": Int(100, 100_000_000, doc="evaluation prompts per (M, flip) cell"),
+            "noise_draws": Int(100, 100_000_000, doc="draws of Xi per M (Theorem 5.5.2)"),
+            "search_starts": Int(1, 100, doc="random starts of the small-norm search (d = 4)"),
+            "search_steps": Int(10, 1_000_000, doc="Adam steps of the small-norm search"),
+        },
+        presets={
+            "smoke": dict(
+                gamma=0.2,
+                dims=[4, 8],
+                k=2,
+                d_eval=8,
+                eval_m=[16, 64],
+                flips=[0.0, 0.2],
+                prompts=4000,
+                noise_draws=20000,
+                search_starts=1,
+                search_steps=1500,
+            ),
+            "default": dict(
+                gamma=0.2,
+                dims=[4, 8, 16],
+                k=2,
+                d_eval=8,
+                eval_m=[8, 16, 64, 256],
+                flips=[0.0, 0.1, 0.2, 0.3, 0.4],
+                prompts=20000,
+                noise_draws=200000,
+                search_starts=3,
+                search_steps=3000,
+            ),
+            "paper": dict(
+                gamma=0.2,
+                dims=[4, 8, 16, 32],
+                k=4,
+                d_eval=32,
+                eval_m=[8, 16, 64, 256, 1024],
+                flips=[0.0, 0.1, 0.2, 0.3, 0.4],
+                prompts=200000,
+                noise_draws=1000000,
+                search_starts=10,
+                search_steps=10000,
+            ),
+        },
+        checks=(_check_parity,),
+    )
+)
