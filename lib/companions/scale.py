@@ -185,6 +185,7 @@ TOPICS = (
     "emergence",
     "fourier",
     "looped",
+    "icl_scale",
     "contrastive",
     "domain_generalization",
     "universality",

@@ -11,21 +11,7 @@ from __future__ import annotations
 
 import torch
 
-
-def sample_prompts(
-    trials: int, n: int, d: int, generator: torch.Generator, dtype=torch.float64, device="cpu"
-):
-    """``trials`` prompts of Section 8.6: ``X_ij ~ N(0, 1)``, ``theta*`` uniform on the unit sphere
-    S^{d-1} (Definition 8.3), noise-free labels ``y = X theta*``. Returns ``(X, theta_star, y)``.
-
-    Draws are made on the CPU from ``generator`` and then moved, so a seed gives the same prompts
-    on every device.
-    """
-    X = torch.randn(trials, n, d, generator=generator, dtype=dtype)
-    theta = torch.randn(trials, d, generator=generator, dtype=dtype)
-    theta = theta / theta.norm(dim=-1, keepdim=True)
-    X, theta = X.to(device), theta.to(device)
-    return X, theta, (X @ theta.unsqueeze(-1)).squeeze(-1)
+from companions.incontext import sample_prompts  # noqa: F401  (moved to the core)
 
 
 def causal_mask(n: int, dtype=torch.float64, device="cpu") -> torch.Tensor:

@@ -6,12 +6,12 @@ from dataclasses import dataclass
 
 import torch
 
+from companions.incontext import sample_prompts
 from companions.looped.construction import (
     construction_weights,
     gradient_descent,
     input_matrix,
     looped_transformer,
-    sample_prompts,
 )
 from companions.looped.theory import (
     condition_number,

@@ -6,7 +6,8 @@ import math
 
 import torch
 
-from companions.looped.construction import input_matrix, looped_transformer, sample_prompts
+from companions.incontext import sample_prompts
+from companions.looped.construction import input_matrix, looped_transformer
 from companions.looped.theory import prediction_error
 from companions.train import fit
 

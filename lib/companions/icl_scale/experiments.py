@@ -1,0 +1,148 @@
+"""Monte Carlo and training for Section 5.4: the population loss of Lemma 5.1 measured with the
+full LSA of eq. (5.1), the evaluation loss of Theorems 5.4.2 and 5.4.3 (paired over ranks: every
+rank sees the same prompts), and a rank-r LSA trained by Adam on fresh prompts (Theorem 5.4.1).
+
+Monte Carlo runs in float64; training in float32. Every mean comes with its standard error.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from tqdm.std import tqdm
+
+from companions.icl_scale import data, model, theory
+
+
+@dataclass
+class Estimate:
+    mean: float
+    se: float
+
+    def z(self, expected: float) -> float:
+        """``(mean - expected) / se``."""
+        return (self.mean - float(expected)) / self.se
+
+
+def _estimate(x: torch.Tensor) -> Estimate:
+    x = x.double()
+    return Estimate(float(x.mean()), float(x.std() / math.sqrt(len(x))))
+
+
+def mc_population_loss(
+    U, u, eigenvalues, Q, N, trials, generator, chunk=50_000, device="cpu"
+) -> Estimate:
+    """``1/2 E (y_hat - <w, x_q>)^2`` with the full forward of eq. (5.1) on the embedding ``E``
+    and the blocks of eq. (5.3), ``rho = N`` (Lemma 5.1's left side), over pretraining prompts."""
+    W_PV, W_KQ = model.blocks(U.to(device, torch.float64), u)
+    out = []
+    for start in range(0, trials, chunk):
+        b = min(chunk, trials - start)
+        p = data.prompts(b, N, eigenvalues, Q, generator, device=device)
+        E = data.embed(p.X, p.y, p.xq)
+        out.append(0.5 * (model.prediction(E, W_PV, W_KQ, N) - p.yq) ** 2)
+    return _estimate(torch.cat(out).cpu())
+
+
+@dataclass
+class PairedLosses:
+    """Squared errors of several models on the same prompts: ``losses`` of shape
+    ``(models, trials)``."""
+
+    losses: torch.Tensor
+
+    def estimate(self, i: int) -> Estimate:
+        return _estimate(self.losses[i])
+
+    def difference(self, i: int, j: int) -> Estimate:
+        """``L_i - L_j``, paired (same prompts), with its standard error."""
+        return _estimate(self.losses[i] - self.losses[j])
+
+
+def mc_evaluation_losses(
+    Us, eigenvalues, Q, w, M, trials, generator, sigma=0.0, flip=0.0, chunk=50_000, device="cpu"
+) -> PairedLosses:
+    """``E (y_hat - <w, x_q>)^2`` (no 1/2, Theorem 5.4.2) for each ``U`` in ``Us`` with ``u = 1``
+    and ``rho = M``, on evaluation prompts with a fixed task ``w``, label noise ``sigma`` and sign
+    flips ``flip``; all models see the same prompts."""
+    Ws = [model.blocks(U.to(device, torch.float64), 1.0) for U in Us]
+    out = []
+    for start in range(0, trials, chunk):
+        b = min(chunk, trials - start)
+        p = data.prompts(
+            b, M, eigenvalues, Q, generator, w=w, sigma=sigma, flip=flip, device=device
+        )
+        E = data.embed(p.X, p.y, p.xq)
+        out.append(
+            torch.stack([(model.prediction(E, Wp, Wk, M) - p.yq) ** 2 for Wp, Wk in Ws]).cpu()
+        )
+    return PairedLosses(torch.cat(out, dim=1))
+
+
+@dataclass
+class TrainedLSA:
+    r: int
+    U: torch.Tensor  # u * U, float64, on the CPU
+    losses: list[float]
+
+
+def train_rank_r(
+    r, eigenvalues, Q, N, steps, batch, lr, generator, device="cpu", progress=True
+) -> TrainedLSA:
+    """Adam with cosine decay on ``1/2 mean (y_hat - y_q)^2`` over fresh pretraining prompts
+    (``B = batch`` per step) for the rank-r LSA ``U = (W^K)^T W^Q`` of Section 5.4, in float32.
+    Returns the learned product ``u U`` (the loss depends on it alone, Lemma 5.1)."""
+    d = Q.shape[0]
+    net = model.LowRankLSA(d, r, generator).to(device)
+    opt = torch.optim.Adam(net.parameters(), lr=lr)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
+    losses = []
+    bar = tqdm(range(steps), desc=f"rank {r}", disable=not progress, mininterval=1.0)
+    for _ in bar:
+        p = data.prompts(batch, N, eigenvalues, Q, generator, dtype=torch.float32, device=device)
+        E = data.embed(p.X, p.y, p.xq)
+        loss = 0.5 * ((net(E, N) - p.yq) ** 2).mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+        losses.append(float(loss.detach()))
+        if not math.isfinite(losses[-1]):
+            raise FloatingPointError(f"loss became {losses[-1]}: lower 'train_lr'")
+    bar.close()
+    with torch.no_grad():
+        U = (net.u * net.U).double().cpu()
+    return TrainedLSA(r, U, losses)
+
+
+def trained_summary(run: TrainedLSA, eigenvalues, Q, N):
+    """``(relative distance ||uU - U*||_F / ||U*||_F, excess population loss L - L*_r)``, the
+    loss exact through Lemma 5.1 (float64)."""
+    Qd = Q.double().cpu()
+    Ustar = theory.optimal_U(Qd, [float(x) for x in eigenvalues], N, run.r)
+    dist = float(torch.linalg.norm(run.U - Ustar) / torch.linalg.norm(Ustar))
+    Lam = data.covariance(eigenvalues, Qd)
+    L = float(theory.population_loss(run.U, 1.0, Lam, N))
+    return dist, L - float(theory.optimal_loss([float(x) for x in eigenvalues], N, run.r))
+
+
+def gd_population(r, Lam, N, steps, lr, generator, init_scale=0.3) -> torch.Tensor:
+    """Adam on the exact population loss of Lemma 5.1 over the rank-r factors ``U = (W^K)^T W^Q``
+    and ``u``, in float64 from a random start; returns ``u U``. The landscape check of Theorem
+    5.4.1: a rank-constrained descent from random starts ends at ``U*``."""
+    d = Lam.shape[0]
+    WK = (init_scale * torch.randn(r, d, generator=generator, dtype=torch.float64)).requires_grad_()
+    WQ = (init_scale * torch.randn(r, d, generator=generator, dtype=torch.float64)).requires_grad_()
+    u = torch.ones((), dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.Adam([WK, WQ, u], lr=lr)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
+    for _ in range(steps):
+        loss = theory.population_loss(WK.T @ WQ, u, Lam, N)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+    with torch.no_grad():
+        return (u * WK.T @ WQ).detach()

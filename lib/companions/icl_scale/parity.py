@@ -1,0 +1,210 @@
+"""Sparse parity in context (Section 5.5, Appendix D.3): the constructed networks of Theorem
+5.5.1, checked exactly in the limit N -> infinity; their behaviour with M examples and flipped
+labels (Theorem 5.5.2); and zero-loss networks with fewer heads or smaller norm.
+
+Coordinates: the dictionary ``G`` is orthonormal and ``W = G V G^T``, so every quantity here is
+computed in the hidden coordinates ``phi`` (``x = G phi``): ``y^T X / N W x_q = h^T V phi_q``
+with ``h = (1/N) sum_l y_l phi_l``. A network is ``(a, V)``: head signs ``a`` and, for diagonal
+heads, the diagonals ``V`` (one list per head). Exact work uses Fractions.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from fractions import Fraction
+
+import torch
+
+SIGNS = ((1, 1), (1, -1), (-1, 1), (-1, -1))
+
+
+def _log2(n: int, name: str) -> int:
+    v = n.bit_length() - 1
+    if n < 2 or 2**v != n:
+        raise ValueError(f"parameter '{name}' = {n} is not allowed: expected a power of 2, >= 2")
+    return v
+
+
+def construction(d: int, gamma, positive_scale: int | None = None):
+    """Theorem 5.5.1's ``g_2^*`` for ``d = 2^{v_2}``: heads ``i <= v_2`` with ``a = -1`` and
+    ``V_ll = (2 digit(bin(l-1), i) - 1)/(4 gamma)``; head ``v_2+1`` with ``a = +1`` and
+    ``V = -positive_scale/(4 gamma) I`` (``positive_scale = v_2`` by default); then the mirrors
+    ``a_{i+v_2+1} = a_i``, ``V^{(i+v_2+1)} = -V^{(i)}``. Returns ``(a, V)``."""
+    v2 = _log2(d, "d")
+    scale = v2 if positive_scale is None else positive_scale
+    c = Fraction(1) / (4 * Fraction(gamma))
+    heads = [[(2 * ((n >> (i - 1)) & 1) - 1) * c for n in range(d)] for i in range(1, v2 + 1)]
+    heads.append([-scale * c] * d)
+    a = [-1] * v2 + [1]
+    return a + a, heads + [[-x for x in h] for h in heads]
+
+
+def construction_small(k: int, d: int, gamma):
+    """Theorem 5.5.1's ``g_1^*`` for ``k = 2^{v_1}``: the neurons ``{1..v_1, v_2+1, v_2+2 ..
+    v_2+v_1+1, 2v_2+2}`` of ``g_2^*``, with the positive head's scale ``v_1``."""
+    v1, v2 = _log2(k, "k"), _log2(d, "d")
+    if v1 > v2:
+        raise ValueError(f"parameter 'k' = {k} is not allowed: expected k <= d = {d}")
+    a, V = construction(d, gamma, positive_scale=v1)
+    keep = list(range(v1)) + [v2] + list(range(v2 + 1, v2 + v1 + 1)) + [2 * v2 + 1]
+    return [a[i] for i in keep], [V[i] for i in keep]
+
+
+def output(a, V, gamma, i, j, phi_i, phi_j):
+    """``g`` at ``N -> infinity`` on task ``(i, j)`` for a query with ``phi_i, phi_j``: the
+    prompt average ``h -> 2 gamma (e_i + e_j)`` (``E[y phi_i] = E[y phi_j] = 2 gamma``), so head
+    ``k`` sees ``2 gamma (V_ii phi_i + V_jj phi_j)`` (diagonal heads)."""
+    g = Fraction(2) * Fraction(gamma)
+    return sum(ak * max(0, g * (Vk[i] * phi_i + Vk[j] * phi_j)) for ak, Vk in zip(a, V))
+
+
+def tasks(d: int, k: int):
+    """``(S_1, S_2)``: ordered pairs inside ``A = [k]`` and the other ordered pairs (Section
+    5.5)."""
+    pairs = [(i, j) for i in range(d) for j in range(d) if i != j]
+    s1 = [(i, j) for i, j in pairs if i < k and j < k]
+    return s1, [p for p in pairs if p not in s1]
+
+
+def margins(a, V, gamma, task_list):
+    """``{(i, j, phi_i, phi_j): y g}`` with ``y = phi_i phi_j`` over every task and sign."""
+    return {
+        (i, j, p, q): p * q * output(a, V, gamma, i, j, p, q)
+        for i, j in task_list
+        for p, q in SIGNS
+    }
+
+
+def squared_norm(V) -> Fraction:
+    """``sum_i ||W^(i)||_F^2 = sum_i ||V^(i)||_F^2`` (``G`` orthonormal), diagonal heads."""
+    return sum(x * x for Vk in V for x in Vk)
+
+
+def task_rate_threshold(d: int, gamma) -> Fraction:
+    """Theorem 5.5.1's bound on ``p_T``: ``(1/4 - gamma) / (d(d-1)/2 (1/4 + gamma) + 1/4 -
+    gamma)``."""
+    g = Fraction(gamma)
+    q = Fraction(1, 4)
+    return (q - g) / (Fraction(d * (d - 1), 2) * (q + g) + q - g)
+
+
+def five_heads_d4(gamma):
+    """A zero-loss network for ``d = 4`` with 5 heads (Theorem 5.5.1 has 6), found while preparing
+    this book: ``a = (+1, +1, -1, -1, -1)``, ``V^(1) = -2c I``, ``V^(2) = 2c I``,
+    ``V^(3..5) = c diag`` of ``(1, -2, 1, 0)``, ``(1, 1, -2, 0)``, ``(-2, 1, 1, 0)``,
+    ``c = 1/(4 gamma)``."""
+    c = Fraction(1) / (4 * Fraction(gamma))
+    V = [[-2 * c] * 4, [2 * c] * 4]
+    V += [[c * x for x in row] for row in ((1, -2, 1, 0), (1, 1, -2, 0), (-2, 1, 1, 0))]
+    return [1, 1, -1, -1, -1], V
+
+
+def rescale_to_margin_one(a, V, gamma, task_list):
+    """``(a, V / mu)`` with ``mu`` the smallest margin (> 0 required): the heads are
+    1-homogeneous in ``V``, so the result has smallest margin exactly 1."""
+    mu = min(margins(a, V, gamma, task_list).values())
+    if mu <= 0:
+        raise ValueError("the network misclassifies a pattern: it cannot be rescaled")
+    return a, [[x / mu for x in Vk] for Vk in V]
+
+
+def search_small_norm(d, a, gamma, steps, generator, lam=1e-4, lr=0.05):
+    """Adam on the mean hinge loss over every pattern plus ``lam sum ||V||^2``, over diagonal
+    heads with fixed signs ``a`` (float64); returns the diagonals rounded to Fractions
+    (denominator <= 1000) for exact re-checking. A search, not a theorem."""
+    s1, s2 = tasks(d, 1)
+    pats = [(i, j, p, q) for i, j in s2 for p, q in SIGNS]
+    idx_i = torch.tensor([t[0] for t in pats])
+    idx_j = torch.tensor([t[1] for t in pats])
+    pi = torch.tensor([t[2] for t in pats], dtype=torch.float64)
+    pj = torch.tensor([t[3] for t in pats], dtype=torch.float64)
+    y = pi * pj
+    av = torch.tensor(a, dtype=torch.float64)
+    V = torch.randn(len(a), d, generator=generator, dtype=torch.float64).requires_grad_()
+    opt = torch.optim.Adam([V], lr=lr)
+    g2 = 2 * float(gamma)
+    for _ in range(steps):
+        pre = g2 * (V[:, idx_i] * pi + V[:, idx_j] * pj)  # (heads, patterns)
+        out = (av[:, None] * torch.relu(pre)).sum(0)
+        loss = torch.relu(1 - y * out).mean() + lam * (V**2).sum()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    return [[Fraction(float(x)).limit_denominator(1000) for x in row] for row in V.detach()]
+
+
+def all_patterns(d):
+    """Every ordered pair ``i != j`` (``S_1`` and ``S_2`` together)."""
+    return [(i, j) for i, j in itertools.permutations(range(d), 2)]
+
+
+# -- finite M: Theorem 5.5.2 ---------------------------------------------------------------------
+def column_space_rank(V) -> int:
+    """Rank of ``D_j``, the matrix whose columns are the heads' diagonals (Theorem 5.5.2)."""
+    D = torch.tensor([[float(x) for x in Vk] for Vk in V], dtype=torch.float64).T
+    return int(torch.linalg.matrix_rank(D))
+
+
+def projected_noise(V, M, trials, generator) -> torch.Tensor:
+    """``||P_D Xi||^2`` for ``Xi = (1/M) sum_l xi_l``, ``xi_l`` uniform on ``{+-1}^d``, ``P_D``
+    the orthogonal projector onto the heads' diagonals (a pseudo-inverse: the mirrored heads make
+    ``D^T D`` singular, so the source's ``D (D^T D)^{-1} D^T`` is undefined)."""
+    D = torch.tensor([[float(x) for x in Vk] for Vk in V], dtype=torch.float64).T
+    P = D @ torch.linalg.pinv(D)
+    d = D.shape[0]
+    xi = torch.randint(0, 2, (trials, M, d), generator=generator).double() * 2 - 1
+    Xi = xi.mean(1)
+    return ((Xi @ P) ** 2).sum(-1)
+
+
+def sample_hidden(trials, M, d, task, gamma, generator):
+    """``phi`` of shape ``(trials, M, d)`` for the task ``(i, j)``: the pair drawn with
+    probabilities ``1/4 + gamma, 1/4, 1/4, 1/4 - gamma`` for ``(1,1), (1,-1), (-1,1), (-1,-1)``,
+    the rest uniform (Section 5.5)."""
+    i, j = task
+    phi = torch.randint(0, 2, (trials, M, d), generator=generator).double() * 2 - 1
+    probs = torch.tensor([0.25 + gamma, 0.25, 0.25, 0.25 - gamma], dtype=torch.float64)
+    k = torch.multinomial(probs, trials * M, replacement=True, generator=generator)
+    pairs = torch.tensor(SIGNS, dtype=torch.float64)[k].reshape(trials, M, 2)
+    phi[..., i], phi[..., j] = pairs[..., 0], pairs[..., 1]
+    return phi
+
+
+def evaluate(nets, d, k, gamma, M, flip, trials, generator):
+    """Hinge loss and correctness of each network ``(a, V)`` in ``nets`` on the same prompts: a
+    task drawn uniformly from ``S_1``, ``M`` examples whose labels are flipped with probability
+    ``flip``, an unflipped query (Theorem 5.5.2's evaluation, plus the flips of Section 5.6).
+    Returns ``(hinge, correct)``, each of shape ``(len(nets), trials)``."""
+    s1, _ = tasks(d, k)
+    which = torch.randint(0, len(s1), (trials,), generator=generator)
+    hinge = torch.zeros(len(nets), trials, dtype=torch.float64)
+    correct = torch.zeros(len(nets), trials, dtype=torch.float64)
+    for t_id in range(len(s1)):
+        sel = (which == t_id).nonzero().squeeze(-1)
+        if len(sel) == 0:
+            continue
+        i, j = s1[t_id]
+        phi = sample_hidden(len(sel), M + 1, d, (i, j), gamma, generator)
+        y = phi[..., i] * phi[..., j]
+        flips = torch.rand(len(sel), M, generator=generator, dtype=torch.float64) < flip
+        yc = torch.where(flips, -y[:, :M], y[:, :M])
+        h = torch.einsum("tm,tmd->td", yc, phi[:, :M]) / M
+        q, yq = phi[:, M], y[:, M]
+        for n, (a, V) in enumerate(nets):
+            Vt = torch.tensor([[float(x) for x in Vk] for Vk in V], dtype=torch.float64)
+            at = torch.tensor(a, dtype=torch.float64)
+            g = (at[:, None] * torch.relu(torch.einsum("td,hd,td->ht", h, Vt, q))).sum(0)
+            hinge[n, sel] = torch.relu(1 - yq * g)
+            correct[n, sel] = (torch.sign(g) == yq).double()
+    return hinge, correct
+
+
+def norm_formula(d: int, v: int, gamma) -> Fraction:
+    """``sum ||W||_F^2 = v (v+1) d / (8 gamma^2)`` for ``g_j^*`` with ``v = v_j`` (this book's
+    evaluation of the construction's norm)."""
+    return Fraction(v * (v + 1) * d, 8) / Fraction(gamma) ** 2
+
+
+def mean_se(x: torch.Tensor) -> tuple[float, float]:
+    return float(x.mean()), float(x.std() / math.sqrt(len(x)))

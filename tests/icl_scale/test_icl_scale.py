@@ -1,0 +1,331 @@
+"""Unit tests of companions.icl_scale: each one fails on a plausible wrong implementation."""
+
+from fractions import Fraction as F
+
+import pytest
+import sympy as sp
+import torch
+
+import companions
+from companions.icl_scale import data, model, theory
+from companions.icl_scale import experiments as ex
+
+LAM = [4.0, 2.0, 1.0, 0.5]
+
+
+@pytest.fixture
+def basis():
+    return data.random_orthogonal(4, torch.Generator().manual_seed(1))
+
+
+def test_random_orthogonal_and_covariance(basis):
+    assert torch.allclose(basis @ basis.T, torch.eye(4, dtype=torch.float64), atol=1e-12)
+    Lam = data.covariance(LAM, basis)
+    assert torch.allclose(torch.linalg.eigvalsh(Lam), torch.tensor(LAM[::-1], dtype=Lam.dtype))
+    S = data.covariance_sqrt(LAM, basis)
+    assert torch.allclose(S @ S, Lam, atol=1e-12)
+    with pytest.raises(ValueError, match="'eigenvalues'"):
+        data.covariance([1.0, 2.0], torch.eye(2, dtype=torch.float64))
+
+
+def test_embed_layout():
+    X = torch.arange(6.0).reshape(1, 3, 2)
+    y = torch.tensor([[7.0, 8.0, 9.0]])
+    xq = torch.tensor([[-1.0, -2.0]])
+    E = data.embed(X, y, xq)
+    assert E.shape == (1, 3, 4)
+    assert torch.equal(E[0, :2, 0], X[0, 0]) and torch.equal(E[0, :2, 3], xq[0])
+    assert torch.equal(E[0, 2], torch.tensor([7.0, 8.0, 9.0, 0.0]))  # the query's label slot is 0
+
+
+def test_prompts_fixed_task_noise_and_flips(basis):
+    w = torch.tensor([1.0, -2.0, 0.5, 0.0], dtype=torch.float64)
+    p = data.prompts(4000, 5, LAM, basis, torch.Generator().manual_seed(2), w=w, flip=0.25)
+    clean = (p.X @ w.unsqueeze(-1)).squeeze(-1)
+    assert torch.allclose(p.yq, p.xq @ w)  # the query label is never flipped
+    assert torch.allclose(p.y.abs(), clean.abs())
+    flipped = float((torch.sign(p.y) != torch.sign(clean)).double().mean())
+    assert abs(flipped - 0.25) < 0.02
+    q = data.prompts(4000, 5, LAM, basis, torch.Generator().manual_seed(2), w=w, sigma=0.5)
+    resid = q.y - (q.X @ w.unsqueeze(-1)).squeeze(-1)
+    assert abs(float(resid.std()) - 0.5) < 0.02
+    with pytest.raises(ValueError, match="'flip'"):
+        data.prompts(2, 2, LAM, basis, torch.Generator(), flip=1.5)
+
+
+def _random_E(d=3, n=5, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    E = torch.randn(2, d + 1, n + 1, generator=g, dtype=torch.float64)
+    E[:, d, n] = 0
+    W_PV = torch.randn(d + 1, d + 1, generator=g, dtype=torch.float64)
+    W_KQ = torch.randn(d + 1, d + 1, generator=g, dtype=torch.float64)
+    return E, W_PV, W_KQ
+
+
+def test_eq_5_2_corrected_is_eq_5_1s_entry_for_any_blocks():
+    E, W_PV, W_KQ = _random_E()
+    full = model.prediction(E, W_PV, W_KQ, 5)
+    assert torch.allclose(model.lsa(E, W_PV, W_KQ, 5)[..., -1, -1], full, rtol=1e-12)
+    assert torch.allclose(model.prediction_eq_5_2(E, W_PV, W_KQ, 5), full, rtol=1e-12)
+    # the residual E's entry (d+1, N+1) is 0; with a nonzero label slot the two would differ
+    E2 = E.clone()
+    E2[:, 3, 5] = 1.0
+    assert not torch.allclose(model.prediction(E2, W_PV, W_KQ, 5), full)
+
+
+def test_reduced_prediction_is_eq_5_1_with_eq_5_3_blocks():
+    g = torch.Generator().manual_seed(3)
+    X = torch.randn(4, 6, 3, generator=g, dtype=torch.float64)
+    y = torch.randn(4, 6, generator=g, dtype=torch.float64)
+    xq = torch.randn(4, 3, generator=g, dtype=torch.float64)
+    U = torch.randn(3, 3, generator=g, dtype=torch.float64)  # not symmetric: U vs U^T matters
+    W_PV, W_KQ = model.blocks(U, 0.7)
+    full = model.prediction(data.embed(X, y, xq), W_PV, W_KQ, 6)
+    assert torch.allclose(model.reduced_prediction(X, y, xq, U, 0.7, 6), full, rtol=1e-12)
+    assert not torch.allclose(model.reduced_prediction(X, y, xq, U.T, 0.7, 6), full)
+
+
+def _token_major_output(Z, P, Qm):
+    """A second reading of one LSA layer, in the token-major layout of Ahn et al. (as in the
+    public repository chengxiang/LinearTransformer, rewritten here): tokens are rows ``z_m``; the
+    keys exclude the query token; the value matrix is ``[[P, 0], [0, 1]]`` and the key-query
+    matrix ``[[Qm, 0], [0, 0]]``; output divided by N."""
+    B, n1, d1 = Z.shape
+    n, d = n1 - 1, d1 - 1
+    Pf = torch.zeros(d1, d1, dtype=Z.dtype)
+    Pf[:d, :d], Pf[d, d] = P, 1.0
+    Qf = torch.zeros(d1, d1, dtype=Z.dtype)
+    Qf[:d, :d] = Qm
+    mask = torch.ones(n1, dtype=Z.dtype)
+    mask[n] = 0
+    attn = torch.einsum("bni,ij,bmj->bnm", Z, Qf, Z) * mask
+    return Z + torch.einsum("bnm,bmi->bni", attn, Z @ Pf.T) / n
+
+
+def test_token_major_second_reading_agrees_with_eq_5_1():
+    g = torch.Generator().manual_seed(4)
+    E, _, _ = _random_E(seed=5)
+    Qm = torch.randn(3, 3, generator=g, dtype=torch.float64)
+    out = _token_major_output(E.transpose(-1, -2), torch.zeros(3, 3, dtype=E.dtype), Qm)
+    # their prediction slot is entry (N, d) of Z; eq. (5.1)'s is (d+1, N+1) of E, with U = Qm^T
+    ours = model.prediction(E, *model.blocks(Qm.T, 1.0), 5)
+    assert torch.allclose(out[:, 5, 3], ours, rtol=1e-12)
+
+
+def test_low_rank_lsa_has_rank_r_and_names_r():
+    net = model.LowRankLSA(5, 2, torch.Generator().manual_seed(0))
+    assert torch.linalg.matrix_rank(net.U.detach()) == 2
+    with pytest.raises(ValueError, match="'r'"):
+        model.LowRankLSA(3, 4, torch.Generator())
+
+
+def test_lemma_5_1_against_monte_carlo(basis):
+    g = torch.Generator().manual_seed(6)
+    U = torch.randn(4, 4, generator=g, dtype=torch.float64) * 0.3
+    Lam = data.covariance(LAM, basis)
+    est = ex.mc_population_loss(U, 0.7, LAM, basis, 8, 60_000, g)
+    assert abs(est.z(theory.population_loss(U, 0.7, Lam, 8))) < 4
+    # a plausible bug, Gamma = Lambda (the N -> infinity limit), is many standard errors off
+    wrong = theory.population_loss(U, 0.7, Lam, 10**9)
+    assert abs(est.z(wrong)) > 6
+    G = theory.gamma(Lam, 8)
+    assert torch.allclose(G, 9 / 8 * Lam + 7.5 / 8 * torch.eye(4, dtype=Lam.dtype))
+
+
+def test_lemma_d1_exact_and_float(basis):
+    Q = theory.cayley_orthogonal(3, 2)
+    D = sp.diag(sp.Rational(9, 4), 1, sp.Rational(1, 4))
+    Lam, Lam_sqrt = Q * D * Q.T, Q * sp.sqrt(D) * Q.T
+    U = sp.Matrix(3, 3, [1, -2, sp.Rational(1, 3), 0, 2, 1, -1, 1, sp.Rational(1, 2)])
+    for u in (sp.Rational(3, 5), -2):
+        lhs = theory.reduced_loss(U, u, Lam, 5) - theory.minimum_reduced_loss(Lam, 5)
+        assert sp.simplify(lhs - theory.gap_d4(U, u, Lam, Lam_sqrt, 5)) == 0
+    Ginv = theory.gamma(Lam, 5).inv()
+    assert theory.reduced_loss(Ginv, 1, Lam, 5) == theory.minimum_reduced_loss(Lam, 5)
+
+
+def test_theorem_5_4_1_values_and_optimality(basis):
+    v = theory.optimal_v([F(4), F(2), F(1), F(1, 2)], 16, 2)
+    assert v == [F(32, 151), F(32, 83), 0, 0]
+    assert theory.optimal_v([F(4), F(2), F(1), F(1, 2)], 16, 4)[3] == 1
+    lam = [sp.Rational(x) for x in (4, 2, 1, sp.Rational(1, 2))]
+    assert theory.optimal_loss(lam, 16, 2) == sp.Rational(64347, 50132)
+    Lam = data.covariance(LAM, basis)
+    for r in range(5):
+        Ustar = theory.optimal_U(basis, LAM, 16, r, c=2.0)
+        L = float(theory.population_loss(Ustar, 0.5, Lam, 16))
+        assert abs(L - float(theory.optimal_loss(LAM, 16, r))) < 1e-12
+    losses = theory.best_subset_losses(lam, 16, 2)
+    assert min(losses, key=losses.get) == (0, 1)
+    assert sorted(losses.values())[1] > losses[(0, 1)]
+    with pytest.raises(ValueError, match="'r'"):
+        theory.optimal_v(LAM, 16, 5)
+    with pytest.raises(ValueError, match="'eigenvalues'"):
+        theory.optimal_v([1.0, 2.0], 16, 1)
+
+
+def test_symbolic_stationary_point_and_g():
+    sol, claimed = theory.stationary_point_symbolic(3)
+    assert all(sp.simplify(a - b) == 0 for a, b in zip(sol, claimed))
+    dg, numer = theory.g_derivative()
+    x, N, T = sp.symbols("x N T", positive=True)
+    assert sp.simplify(numer - N * x * ((N + 1) * x + 2 * T)) == 0
+
+
+def test_theorem_5_4_2_matches_the_maps_table_and_this_books_form():
+    lam, w = [4.0, 2.0, 1.0, 1.0], [1.0, -0.5, 0.8, 0.3]
+    expected = [5.2300, 2.3844, 2.3509, 2.1250, 2.2747]
+    for r in range(5):
+        s, xi = w[:r] + [0.0] * (4 - r), [0.0] * r + w[r:]
+        val = theory.theorem_5_4_2(lam, 8, 6, 0.49, s, xi, r)
+        assert abs(val - expected[r]) < 1e-4
+        mine = theory.evaluation_loss(lam, theory.optimal_v(lam, 8, r), w, 6, 0.49)
+        assert abs(mine - val) < 1e-12
+    with pytest.raises(ValueError, match="'s'"):
+        theory.theorem_5_4_2(lam, 8, 6, 0.49, w, [0.0] * 4, 2)
+
+
+def test_theorem_5_4_3_exact():
+    lam = [F(4), F(2), F(1), F(1)]
+    s = [F(6, 5), 0, 0, 0]
+    gap = theory.theorem_5_4_3(lam, 8, 8, 0, s, 1, 4)
+    assert gap == F(18, 25) * (F(64, 169) + F(128, 289))
+    for r2 in range(1, 5):
+        a = theory.theorem_5_4_2(lam, 8, 8, F(1, 4), s, [0] * 4, r2)
+        b = theory.theorem_5_4_2(lam, 8, 8, F(1, 4), s, [0] * 4, 1)
+        assert a - b == theory.theorem_5_4_3(lam, 8, 8, F(1, 4), s, 1, r2)
+
+
+def test_evaluation_loss_with_flips_against_monte_carlo(basis):
+    w = [1.0, -0.5, 0.0, 0.0]
+    wt = basis @ torch.tensor(w, dtype=torch.float64)
+    Us = [theory.optimal_U(basis, LAM, 8, r) for r in (2, 4)]
+    g = torch.Generator().manual_seed(7)
+    mc = ex.mc_evaluation_losses(Us, LAM, basis, wt, 6, 60_000, g, sigma=0.5, flip=0.3)
+    for i, r in enumerate((2, 4)):
+        closed = theory.evaluation_loss(LAM, theory.optimal_v(LAM, 8, r), w, 6, 0.25, 0.3)
+        assert abs(mc.estimate(i).z(closed)) < 4
+        # the flips matter: the same cell without them is far off
+        unflipped = theory.evaluation_loss(LAM, theory.optimal_v(LAM, 8, r), w, 6, 0.25, 0)
+        assert abs(mc.estimate(i).z(unflipped)) > 10
+
+
+def test_flip_gap_does_not_depend_on_f_but_grows_with_sigma():
+    gap, dgap = theory.flip_gap_symbolic(4, 2, 4)
+    assert dgap == 0
+    s2 = sp.Symbol("sigma2", positive=True)
+    slope = sp.diff(gap, s2).subs({x: 1 for x in gap.free_symbols})
+    assert slope > 0  # Theorem 5.4.3: additive label noise does widen the gap
+
+
+def test_cayley_is_orthogonal_and_not_diagonal():
+    Q = theory.cayley_orthogonal(4, 1)
+    assert Q * Q.T == sp.eye(4)
+    assert sum(1 for x in Q if x != 0) > 4
+
+
+def test_descent_on_the_exact_loss_reaches_u_star(basis):
+    Lam = data.covariance(LAM, basis)
+    U = ex.gd_population(1, Lam, 8, 600, 5e-2, torch.Generator().manual_seed(8))
+    Ustar = theory.optimal_U(basis, LAM, 8, 1)
+    assert float(torch.linalg.norm(U - Ustar) / torch.linalg.norm(Ustar)) < 1e-3
+
+
+def test_training_on_prompts_lowers_the_excess_loss(basis):
+    g = torch.Generator().manual_seed(9)
+    short = ex.train_rank_r(1, LAM, basis.float(), 8, 200, 256, 3e-2, g, progress=False)
+    dist, excess = ex.trained_summary(short, LAM, basis, 8)
+    assert excess < 0.05 * float(theory.optimal_loss(LAM, 8, 1)) and dist < 0.3
+    assert short.losses[-1] < short.losses[0]
+
+
+def test_chapter_checks_name_the_parameter():
+    with pytest.raises(ValueError, match="'eigenvalues'"):
+        companions.preset("icl-scale-regression", "smoke", eigenvalues=[1.0, 1.0, 0.5, 0.2])
+    with pytest.raises(ValueError, match="'train_ranks'"):
+        companions.preset("icl-scale-regression", "smoke", train_ranks=[5])
+    with pytest.raises(ValueError, match="'sigmas'"):
+        companions.preset("icl-scale-regression", "smoke", sigmas=[0.5, 1.0])
+
+
+def test_loss_at_best_u_is_the_minimum_over_u(basis):
+    Lam = data.covariance(LAM, basis)
+    Us = torch.randn(3, 4, 4, generator=torch.Generator().manual_seed(10), dtype=torch.float64)
+    best = theory.loss_at_best_u(Us, Lam, 8)
+    for k in range(3):
+        a = float(torch.trace(theory.gamma(Lam, 8) @ Lam @ Us[k] @ Lam @ Us[k].T))
+        b = float(torch.trace(Lam @ Lam @ Us[k].T))
+        assert abs(float(best[k]) - float(theory.population_loss(Us[k], b / a, Lam, 8))) < 1e-10
+        for u in (b / a * 0.9, b / a * 1.1, -1.0):
+            assert float(theory.population_loss(Us[k], u, Lam, 8)) > float(best[k])
+
+
+# -- parity (Section 5.5) ------------------------------------------------------------------------
+from companions.icl_scale import parity as pa  # noqa: E402
+
+
+def test_parity_construction_matches_the_sources_example():
+    g = F(1, 5)
+    a, V = pa.construction(8, g)
+    c = 1 / (4 * g)
+    assert a == [-1, -1, -1, 1, -1, -1, -1, 1]
+    assert V[0] == [c * x for x in (-1, 1, -1, 1, -1, 1, -1, 1)]
+    assert V[2] == [c * x for x in (-1, -1, -1, -1, 1, 1, 1, 1)]
+    assert V[3] == [-3 * c] * 8 and V[7] == [3 * c] * 8 and V[4] == [-x for x in V[0]]
+    a1, V1 = pa.construction_small(2, 8, g)  # neurons {1, 4, 5, 8}, positive scale v1 = 1
+    assert a1 == [-1, 1, -1, 1] and V1[0] == V[0] and V1[1] == [-c] * 8 and V1[3] == [c] * 8
+    with pytest.raises(ValueError, match="'d'"):
+        pa.construction(6, g)
+
+
+def test_parity_margins_and_uncovered_counts():
+    g = F(1, 5)
+    for d, k, uncovered in ((4, 2, 16), (8, 2, 96), (8, 4, 32)):
+        a, V = pa.construction(d, g)
+        s1, s2 = pa.tasks(d, k)
+        assert min(pa.margins(a, V, g, s1 + s2).values()) == 1
+        a1, V1 = pa.construction_small(k, d, g)
+        assert min(pa.margins(a1, V1, g, s1).values()) == 1
+        assert sum(1 for m in pa.margins(a1, V1, g, s2).values() if m < 1) == uncovered
+        assert pa.squared_norm(V) == pa.norm_formula(d, d.bit_length() - 1, g)
+    assert pa.task_rate_threshold(8, g) == F(1, 253)
+
+
+def test_five_heads_reach_zero_loss_and_a_broken_one_does_not():
+    g = F(1, 7)
+    a, V = pa.five_heads_d4(g)
+    assert min(pa.margins(a, V, g, pa.all_patterns(4)).values()) == 1
+    V[2] = V[3]  # duplicate a negative head: some negative pattern is left uncovered
+    assert min(pa.margins(a, V, g, pa.all_patterns(4)).values()) < 1
+
+
+def test_rescale_and_projected_noise():
+    g = F(1, 5)
+    a, V = pa.construction(4, g)
+    a2, V2 = pa.rescale_to_margin_one(a, [[3 * x for x in h] for h in V], g, pa.all_patterns(4))
+    assert V2 == V
+    a1, V1 = pa.construction_small(2, 8, g)
+    assert pa.column_space_rank(V1) == 2 and pa.column_space_rank(pa.construction(8, g)[1]) == 4
+    est = pa.projected_noise(V1, 4, 20000, torch.Generator().manual_seed(0))
+    m, se = pa.mean_se(est)
+    assert abs(m - 2 / 4) < 4 * se  # (v1 + 1)/M, not d/M = 2
+    phi = pa.sample_hidden(20000, 1, 8, (0, 1), 0.2, torch.Generator().manual_seed(1))
+    y = phi[:, 0, 0] * phi[:, 0, 1]
+    assert abs(float((y * phi[:, 0, 0]).mean()) - 0.4) < 0.03  # E[y phi_i] = 2 gamma
+    assert abs(float((y * phi[:, 0, 2]).mean())) < 0.03
+
+
+def test_evaluate_small_model_beats_large_at_large_m():
+    g = F(1, 5)
+    nets = [pa.construction_small(2, 8, g), pa.construction(8, g)]
+    hinge, correct = pa.evaluate(nets, 8, 2, 0.2, 256, 0.0, 3000, torch.Generator().manual_seed(2))
+    assert float(correct[0].mean()) > 0.95 and float(hinge[0].mean()) < float(hinge[1].mean())
+    hinge, correct = pa.evaluate(nets, 8, 2, 0.2, 64, 0.5, 3000, torch.Generator().manual_seed(3))
+    assert abs(float(correct[0].mean()) - 0.5) < 0.05  # labels carry no signal at f = 1/2
+
+
+def test_parity_checks_name_the_parameter():
+    with pytest.raises(ValueError, match="'k'"):
+        companions.preset("icl-scale-parity", "smoke", k=3)
+    with pytest.raises(ValueError, match="'dims'"):
+        companions.preset("icl-scale-parity", "smoke", dims=[6])
