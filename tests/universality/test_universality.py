@@ -288,16 +288,6 @@ def test_probes_on_closed_forms(lay):
         ux.probe_excess_mse(W_t, M, lay, U[0], 0, 0, 2, gen(0))
 
 
-def test_t_critical_against_tables():
-    assert ux.t_critical(1) == pytest.approx(12.706, abs=1e-3)
-    assert ux.t_critical(3) == pytest.approx(3.182, abs=1e-3)
-    assert ux.t_critical(30) == pytest.approx(2.042, abs=1e-3)
-    assert ux.t_critical(10**6) == pytest.approx(1.960, abs=1e-3)
-    assert ux.t_critical(4, level=0.95) == pytest.approx(2.132, abs=1e-3)
-    with pytest.raises(ValueError, match="'df'"):
-        ux.t_critical(0)
-
-
 def test_decisions():
     assert ux.decide_close(0.99, 0.001, 1.0, 0.05, 2.0) is True
     assert ux.decide_close(0.8, 0.001, 1.0, 0.05, 2.0) is False

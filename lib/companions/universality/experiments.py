@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 
-import mpmath
 import torch
 
+from companions.stats import t_critical
 from companions.universality import data
 
 
@@ -15,28 +15,6 @@ def mean_se(values) -> tuple[float, float]:
     v = torch.as_tensor(values, dtype=torch.float64).flatten()
     se = float(v.std() / math.sqrt(v.numel())) if v.numel() > 1 else 0.0
     return float(v.mean()), se
-
-
-def t_critical(df: int, level: float = 0.975) -> float:
-    """The Student-t quantile ``t_{level, df}`` (``level = 0.975``: the two-sided 95 % critical
-    value), by bisection on the CDF ``1 - I_{df/(df+t^2)}(df/2, 1/2)/2`` (mpmath, 30 digits)."""
-    if df < 1:
-        raise ValueError(f"parameter 'df' = {df} is not allowed: it must be >= 1")
-    if not 0.5 < level < 1:
-        raise ValueError(f"parameter 'level' = {level} is not allowed: it must be in (0.5, 1)")
-    mpmath.mp.dps = 30
-    nu = mpmath.mpf(df)
-
-    def cdf(t):
-        return 1 - mpmath.betainc(nu / 2, 0.5, 0, nu / (nu + t * t), regularized=True) / 2
-
-    lo, hi = mpmath.mpf(0), mpmath.mpf(1)
-    while cdf(hi) < level:
-        hi *= 2
-    for _ in range(200):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if cdf(mid) < level else (lo, mid)
-    return float((lo + hi) / 2)
 
 
 def decide_close(mean: float, se: float, target: float, margin: float, crit: float):
