@@ -268,9 +268,67 @@ def test_mean_se_and_decide():
     assert experiments.mean_se([1.0, 3.0]) == (2.0, 1.0)
     with pytest.raises(ValueError):
         experiments.mean_se([1.0])
-    assert experiments.decide(0.5, 0.1, 0.2) is True
-    assert experiments.decide(0.1, 0.01, 0.2) is False
-    assert experiments.decide(0.25, 0.1, 0.2) is None
+    # n = 31: t = 2.042; n = 2: t = 12.706
+    assert experiments.decide(0.5, 0.1, 0.2, 31) is True
+    assert experiments.decide(0.5, 0.1, 0.2, 2) is None
+    assert experiments.decide(0.1, 0.01, 0.2, 31) is False
+    assert experiments.decide(0.25, 0.1, 0.2, 31) is None
+    with pytest.raises(ValueError, match="'n'"):
+        experiments.decide(0.5, 0.1, 0.2, 1)
+    assert experiments.both_above(True, True) is True
+    assert experiments.both_above(True, None) is None
+    assert experiments.both_above(None, False) is False
+
+
+@pytest.mark.parametrize(
+    "df, value", [(1, 12.706), (2, 4.303), (4, 2.776), (30, 2.042), (1e6, 1.960)]
+)
+def test_t_critical_table(df, value):
+    assert experiments.t_critical(df) == pytest.approx(value, abs=5e-4)
+
+
+def test_t_critical_other_level_and_errors():
+    assert experiments.t_critical(1, 0.75) == pytest.approx(1.0, abs=1e-9)  # t(1) is Cauchy
+    with pytest.raises(ValueError, match="'df'"):
+        experiments.t_critical(0)
+
+
+def test_welch_df():
+    assert experiments.welch_df(0.3, 0.3, 3, 3) == pytest.approx(4.0)
+    assert experiments.welch_df(1.0, 0.0, 5, 3) == pytest.approx(4.0)
+    with pytest.raises(ValueError):
+        experiments.welch_df(0.0, 0.0, 3, 3)
+
+
+def test_domain_gammas_and_mixture_sums():
+    assert experiments.domain_gammas(0.3, 1, 0.1) == [0.3]
+    g = experiments.domain_gammas(0.3, 3, 0.1)
+    assert g == pytest.approx([0.2, 0.3, 0.4])
+    gen = torch.Generator().manual_seed(0)
+    s_r, s_u = experiments.sample_sums_domains(40_000, 4, 24, [0.0, 0.4], gen)
+    assert float(s_r.mean()) == pytest.approx(2.0, abs=0.02)
+    assert float(s_u.mean()) == pytest.approx(20 * 0.2, abs=0.05)
+    # per-example domains add the between-domain variance 20^2 * 0.2^2 = 16 to 20 (1/3 - 0.04)
+    var_indep = 20 * (1 / 3 - 0.2**2)
+    assert float(s_u.var()) == pytest.approx(var_indep + 16.0, rel=0.05)
+
+
+def test_domain_sweep_runs():
+    res = experiments.domain_sweep(
+        64,
+        400,
+        0.45,
+        0.02,
+        [1, 3],
+        3.0,
+        0.1,
+        2000,
+        2,
+        torch.Generator().manual_seed(1),
+        progress=False,
+    )
+    assert res.l2_ood.shape == (2, 2) and res.l1_ood.shape == (2, 2)
+    assert (res.l1_ood == 1.0).all() and res.l2_ood.max() < 0.01
 
 
 def test_population_sweep_shapes_and_ood_counts():
@@ -284,8 +342,24 @@ def test_tables_arithmetic():
     assert tables.average_mismatches({"x": ([(1.0, 0), (2.0, 0)], 1.7)}) == [("x", 1.7, 1.5)]
     assert tables.gain("ERM", "ERM-NU", None) == pytest.approx(1.7)
     assert tables.gain("ERM", "ERM-NU", "TerraInc") == pytest.approx(3.5)
-    sig = tables.significant_gains("ERM", "ERM-NU")
-    assert sig["PACS"] == (pytest.approx(0.1), pytest.approx(2 * math.sqrt(0.05)))
+    sig = tables.significant_gains("ERM", "ERM-NU", lambda df: df)
+    # PACS: errors 0.2 and 0.1, Welch df = 0.05^2 / ((0.2^4 + 0.1^4) / 2) = 2.9411...
+    df = 0.05**2 / ((0.2**4 + 0.1**4) / 2)
+    assert sig["PACS"] == (
+        pytest.approx(0.1),
+        pytest.approx(df * math.sqrt(0.05)),
+        pytest.approx(df),
+    )
+    sig_t = tables.significant_gains("ERM", "ERM-NU", experiments.t_critical)
+    assert sig_t["PACS"][1] == pytest.approx(experiments.t_critical(df) * math.sqrt(0.05))
+
+
+def test_two_d_bound_one_sided_reading():
+    f = Fraction
+    assert theory.two_d_max_id_given_ood_one_sided(f(76, 100), f(7, 10)) == f(157, 175)
+    assert theory.two_d_max_id_given_ood_one_sided(f(1, 2), f(1, 2)) == f(1, 2)
+    with pytest.raises(ValueError, match="'ood'"):
+        theory.two_d_max_id_given_ood_one_sided(f(3, 2), f(7, 10))
 
 
 def test_chapter_presets_and_checks():

@@ -56,6 +56,11 @@ CHAPTER = register_chapter(
                 Int(3, 1_000_000), min_len=3, doc="the d sweep at lambda = sweep_lambda"
             ),
             "sweep_lambda": Float(0.0, 1e6, low_open=True, doc="lambda of the d sweep"),
+            "domain_counts": ListOf(
+                Int(1, 1000),
+                min_len=2,
+                doc="numbers of training domains E_tr of the domain sweep (Section 6.2.1)",
+            ),
             "mc_samples": Int(1000, 100_000_000, doc="Monte Carlo draws of (S_R, S_U) per repeat"),
             "mc_repeats": Int(
                 2, 1000, doc="independent Monte Carlo repeats (the 'seeds' of the population model)"
@@ -97,6 +102,7 @@ CHAPTER = register_chapter(
                 lambdas=[0.01, 0.1, 1.0, 3.0],
                 d_values=[80, 150, 400],
                 sweep_lambda=1.0,
+                domain_counts=[1, 3, 8],
                 mc_samples=20_000,
                 mc_repeats=3,
                 toy_n=500,
@@ -125,6 +131,7 @@ CHAPTER = register_chapter(
                 lambdas=[0.001, 0.01, 0.1, 1.0, 3.0],
                 d_values=[70, 80, 100, 150, 200, 300, 400],
                 sweep_lambda=1.0,
+                domain_counts=[1, 2, 3, 5, 8],
                 mc_samples=100_000,
                 mc_repeats=5,
                 toy_n=1000,
@@ -155,6 +162,7 @@ CHAPTER = register_chapter(
                 lambdas=[0.001, 0.01, 0.1, 1.0, 3.0, 10.0],
                 d_values=[300, 400, 600, 800, 1000, 1500, 2000, 4096],
                 sweep_lambda=1.0,
+                domain_counts=[1, 2, 3, 5, 8, 16],
                 mc_samples=1_000_000,
                 mc_repeats=10,
                 toy_n=10_000,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import mpmath
 import numpy as np
 import torch
 from tqdm.std import tqdm
@@ -23,15 +24,64 @@ def mean_se(values) -> tuple[float, float]:
     return float(v.mean()), float(v.std(ddof=1) / math.sqrt(v.size))
 
 
-def decide(effect: float, se: float, margin: float, z: float = 2.0) -> bool | None:
-    """Is ``effect`` above ``margin``? True if effect - z se > margin, False if effect + z se <
-    margin,
-    None (inconclusive) otherwise."""
-    if effect - z * se > margin:
+def t_critical(df: float, level: float = 0.975) -> float:
+    """The ``level`` quantile of Student's t with ``df`` degrees of freedom (df > 0, real).
+
+    For t > 0, P[T <= t] = 1 - I_x(df/2, 1/2) / 2 with x = df / (df + t^2) (regularized incomplete
+    beta); the quantile is found by bisection on that expression with mpmath (50 digits).
+    """
+    if not df > 0:
+        raise ValueError(f"parameter 'df' = {df!r} is not allowed: expected a real number > 0")
+    if not 0.5 < level < 1:
+        raise ValueError(f"parameter 'level' = {level!r} is not allowed: expected 0.5 < level < 1")
+    with mpmath.workdps(50):
+        nu = mpmath.mpf(df)
+
+        def cdf(t):
+            return 1 - mpmath.betainc(nu / 2, mpmath.mpf(1) / 2, 0, nu / (nu + t * t), True) / 2
+
+        lo, hi = mpmath.mpf(0), mpmath.mpf(1)
+        while cdf(hi) < level:
+            hi *= 2
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if cdf(mid) < level else (lo, mid)
+        return float((lo + hi) / 2)
+
+
+def welch_df(se1: float, se2: float, n1: int, n2: int) -> float:
+    """Welch-Satterthwaite degrees of freedom of a difference of two means, from their standard
+    errors and sample sizes: (se1^2 + se2^2)^2 / (se1^4 / (n1 - 1) + se2^4 / (n2 - 1))."""
+    if min(n1, n2) < 2:
+        raise ValueError(f"parameters 'n1', 'n2' = {n1}, {n2} are not allowed: expected >= 2")
+    den = se1**4 / (n1 - 1) + se2**4 / (n2 - 1)
+    if den == 0:
+        raise ValueError("parameters 'se1', 'se2' are both 0: the degrees of freedom are undefined")
+    return (se1**2 + se2**2) ** 2 / den
+
+
+def decide(effect: float, se: float, margin: float, n: int) -> bool | None:
+    """Is ``effect`` (a mean over ``n`` seeds or repeats, standard error ``se``) above ``margin``?
+
+    With c the two-sided 95 % Student-t critical value for n - 1 degrees of freedom: True if
+    effect - c se > margin, False if effect + c se < margin, None (inconclusive) otherwise."""
+    if n < 2:
+        raise ValueError(f"parameter 'n' = {n!r} is not allowed: a standard error needs n >= 2")
+    c = t_critical(n - 1)
+    if effect - c * se > margin:
         return True
-    if effect + z * se < margin:
+    if effect + c * se < margin:
         return False
     return None
+
+
+def both_above(a: bool | None, b: bool | None) -> bool | None:
+    """Conjunction of two decisions: False if either is False, None if either is undecided."""
+    if a is False or b is False:
+        return False
+    if a is None or b is None:
+        return None
+    return True
 
 
 @dataclass
@@ -90,6 +140,74 @@ def population_sweep(
         out["o1"],
         samples,
     )
+
+
+def domain_gammas(gamma_bar: float, count: int, spread: float) -> list[float]:
+    """``count`` training correlations spread evenly over [gamma_bar - spread, gamma_bar + spread]
+    (their mean is gamma_bar; one domain sits at gamma_bar)."""
+    if count == 1:
+        return [gamma_bar]
+    return [gamma_bar + spread * (2 * k / (count - 1) - 1) for k in range(count)]
+
+
+def sample_sums_domains(
+    n: int, r: int, d: int, gammas, generator: torch.Generator, chunk: int = 10_000, device=None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(S_R, S_U) for n draws from a mixture of domains: per example a domain e is drawn uniformly
+    from ``gammas``, then the environmental coordinates from D_{gamma_e} (Section 6.2.1's
+    environments). The coordinates stay exchangeable within R and within U, which is all Lemma
+    E.5's symmetry needs, so the reduced objective (E.10) still applies."""
+    g = torch.tensor(list(gammas), dtype=torch.float64)
+    s_r, s_u = [], []
+    for start in range(0, n, chunk):
+        m = min(chunk, n - start)
+        e = torch.randint(len(g), (m,), generator=generator)
+        z_r = torch.rand(m, r, generator=generator, dtype=torch.float64)
+        u = torch.rand(m, d - r, generator=generator, dtype=torch.float64)
+        pos = torch.rand(m, d - r, generator=generator, dtype=torch.float64) < 0.5 + g[e, None]
+        s_r.append(z_r.sum(-1))
+        s_u.append(torch.where(pos, u, -u).sum(-1))
+    return torch.cat(s_r).to(device), torch.cat(s_u).to(device)
+
+
+@dataclass
+class DomainSweep:
+    counts: tuple
+    gammas: dict  # count -> training correlations
+    l2_ood: np.ndarray  # (repeats, counts) OOD accuracy of the ERM-l2 optimum
+    l1_ood: np.ndarray  # the same for ERM-l1
+    l2_ood_correct: np.ndarray  # counts of correct OOD draws (for a Wilson bound)
+
+
+def domain_sweep(
+    r: int,
+    d: int,
+    gamma_bar: float,
+    spread: float,
+    counts,
+    lam_l2: float,
+    lam_l1: float,
+    samples: int,
+    repeats: int,
+    generator: torch.Generator,
+    device=None,
+    progress: bool = True,
+) -> DomainSweep:
+    """ERM-l2 and ERM-l1 optima trained on a mixture of E_tr domains (correlations
+    ``domain_gammas(gamma_bar, E_tr, spread)``), tested on the unseen domain -gamma_bar."""
+    shape = (repeats, len(counts))
+    l2, l1, k2 = np.zeros(shape), np.zeros(shape), np.zeros(shape)
+    gam = {c: domain_gammas(gamma_bar, c, spread) for c in counts}
+    for k in tqdm(range(repeats), desc="domain sweep repeats", disable=not progress):
+        o_r, o_u = data.sample_sums(samples, r, d, -gamma_bar, generator, device=device)
+        for j, c in enumerate(counts):
+            s_r, s_u = sample_sums_domains(samples, r, d, gam[c], generator, device=device)
+            opt = theory.solve_l2(s_r, s_u, lam_l2, r, d)
+            k2[k, j] = theory.ood_correct(opt.alpha, opt.beta, o_r, o_u)
+            l2[k, j] = k2[k, j] / samples
+            o1 = theory.solve_l1(s_r, s_u, lam_l1, r, d, gamma_bar)
+            l1[k, j] = theory.ood_correct(o1.alpha, o1.beta, o_r, o_u) / samples
+    return DomainSweep(tuple(counts), gam, l2, l1, k2)
 
 
 @dataclass

@@ -138,10 +138,17 @@ def gain(baseline: str, method: str, dataset: str | None) -> float:
     return round(rows[method][1] - rows[baseline][1], 6)
 
 
-def significant_gains(baseline: str, method: str, z: float = 2.0) -> dict[str, tuple[float, float]]:
-    """Per dataset of Table 6.1: (gain, z * standard error of the gain), the errors as printed."""
+def significant_gains(
+    baseline: str, method: str, critical, trials: int = 3
+) -> dict[str, tuple[float, float, float]]:
+    """Per dataset of Table 6.1: (gain, c * standard error of the gain, Welch degrees of freedom).
+
+    The errors are as printed (standard errors over ``trials`` trials, DomainBed's three);
+    ``critical(df)`` gives the critical value c for the Welch degrees of freedom df of the two rows.
+    """
     out = {}
     for i, ds in enumerate(DATASETS):
         (mb, eb), (mm, em) = TABLE_6_1[baseline][0][i], TABLE_6_1[method][0][i]
-        out[ds] = (round(mm - mb, 6), round(z * (eb**2 + em**2) ** 0.5, 6))
+        df = (eb**2 + em**2) ** 2 / ((eb**4 + em**4) / (trials - 1))
+        out[ds] = (round(mm - mb, 6), round(critical(df) * (eb**2 + em**2) ** 0.5, 6), df)
     return out

@@ -160,13 +160,15 @@ def solve_l1(
 ) -> L1Optimum:
     """ERM-l1: E l(alpha S_R + beta S_U) + lam (r |alpha| + (d - r) |beta|), this book's surrogate.
 
-    In the feature model ||Phi(X)||_* for a diagonal Phi = diag(w) is ||w||_1, so ERM-l1 is the
-    convex relaxation of ERM-rank (6.5) there. Both weights are >= 0 at the optimum (a negative one
-    can be flipped to lower the loss, as in (E.17)-(E.19)). First alpha is solved with beta = 0
-    (it is 0 for lam >= 1/4: the penalty then outweighs every feature); beta = 0 stays
-    optimal iff the subgradient condition |dL/dbeta| <= lam (d - r) holds at beta = 0, which by the
-    independence of S_R and S_U (E S_U = (d - r) gamma) reads gamma E[-l'(alpha S_R)] <= lam. If it
-    fails, both are solved with beta > 0.
+    ERM-rank (6.5) bounds ||w||_0, and ||w||_1 is the convex envelope of ||w||_0 on the box
+    ||w||_inf <= 1, so ERM-l1 is ERM-rank's convex relaxation. (It is not the batch nuclear norm:
+    the model's feature columns are correlated, so ||Z diag(w)||_* differs from ||w||_1.) Both
+    weights are >= 0 at the optimum (a negative one can be flipped to lower the loss, as in
+    (E.17)-(E.19)). First alpha is solved with beta = 0 (it is 0 for lam >= 1/4: the penalty then
+    outweighs every feature); beta = 0 stays optimal iff the subgradient condition
+    |dL/dbeta| <= lam (d - r) holds at beta = 0, which by the independence of S_R and S_U
+    (E S_U = (d - r) gamma) reads gamma E[-l'(alpha S_R)] <= lam. If it fails, both are solved
+    with beta > 0.
     """
     if lam <= 0:
         raise ValueError(f"parameter 'lam' = {lam!r} is not allowed: expected a real number > 0")
@@ -339,6 +341,36 @@ def two_d_max_id_given_ood(ood: Fraction, p_id: Fraction) -> Fraction:
             f"parameter 'ood' = {ood!r} is not allowed: no classifier has this OOD accuracy"
         )
     return max((p * s + q * t) / 2 for s, t in ends)
+
+
+def two_d_max_id_given_ood_one_sided(ood: Fraction, p_id: Fraction) -> Fraction:
+    """The same bound under the other reading: x2 | y = -1 ~ U[-1, 0] in both splits (exact).
+
+    Three rectangles: (y = 1, x2 > 0) with ID weight p / 2 and OOD weight (1 - p) / 2,
+    (y = 1, x2 < 0) with (1 - p) / 2 and p / 2, (y = -1) with 1/2 in both. A classifier's accuracies
+    a, b, c on them lie in [0, 1]; the maximum of ID on {OOD = ood} is at a vertex, where two of the
+    three sit at a bound, so the vertices are enumerated.
+    """
+    ood, p = Fraction(ood), Fraction(p_id)
+    q = 1 - p
+    w_id, w_ood = (p / 2, q / 2, Fraction(1, 2)), (q / 2, p / 2, Fraction(1, 2))
+    best = None
+    for free in range(3):
+        others = [k for k in range(3) if k != free]
+        for b0 in (Fraction(0), Fraction(1)):
+            for b1 in (Fraction(0), Fraction(1)):
+                x = [Fraction(0)] * 3
+                x[others[0]], x[others[1]] = b0, b1
+                rest = ood - w_ood[others[0]] * b0 - w_ood[others[1]] * b1
+                x[free] = rest / w_ood[free]
+                if 0 <= x[free] <= 1:
+                    val = sum(w * v for w, v in zip(w_id, x))
+                    best = val if best is None else max(best, val)
+    if best is None:
+        raise ValueError(
+            f"parameter 'ood' = {ood!r} is not allowed: no classifier has this OOD accuracy"
+        )
+    return best
 
 
 # -- matrices: nuclear norm and stable rank (Section 6.3.3)
