@@ -9,7 +9,15 @@ import sympy as sp
 import torch
 
 import companions
-from companions.domain_generalization import data, experiments, symbolic, tables, theory, training
+from companions.domain_generalization import (
+    data,
+    experiments,
+    report,
+    symbolic,
+    tables,
+    theory,
+    training,
+)
 
 
 def gen(seed=0):
@@ -273,6 +281,7 @@ def test_mean_se_and_decide():
     assert experiments.decide(0.5, 0.1, 0.2, 2) is None
     assert experiments.decide(0.1, 0.01, 0.2, 31) is False
     assert experiments.decide(0.25, 0.1, 0.2, 31) is None
+    assert experiments.decide(0.0, 0.0, 0.0, 3) is False  # a tie with no spread is not above
     with pytest.raises(ValueError, match="'n'"):
         experiments.decide(0.5, 0.1, 0.2, 1)
     assert experiments.both_above(True, True) is True
@@ -396,3 +405,77 @@ def test_task_experiment_same_batches_for_equal_methods():
     assert res.ood_acc["a"] == res.ood_acc["b"] and torch.equal(res.w["a"][0], res.w["b"][0])
     assert not torch.equal(res.w["a"][0], res.w["erm"][0])
     assert all(1.0 <= v <= 16 for v in res.stable_rank["erm"])
+
+
+class _Recorder:
+    """A stand-in for companions.Ledger that keeps what the library records."""
+
+    def __init__(self):
+        self.claims = []
+
+    def check(self, id, source, kind, holds, **kw):
+        self.claims.append({"id": id, "source": source, "status": "holds" if holds else "fails"})
+
+    def compare(self, id, source, kind="reproduction", agrees=None, **kw):
+        status = {True: "reproduced", False: "differs", None: "inconclusive"}[agrees]
+        self.claims.append({"id": id, "source": source, "status": status})
+
+
+def test_record_appendix_e_all_hold():
+    rec = _Recorder()
+    symbolic.record_appendix_e(rec)
+    assert [c["id"] for c in rec.claims] == list(report.SYMPY_CLAIMS)
+    assert all(c["status"] == "holds" for c in rec.claims)
+
+
+def test_tables_record_claims():
+    rec = _Recorder()
+    md = tables.record_claims(rec, experiments.t_critical)
+    st = {c["id"]: c["status"] for c in rec.claims}
+    assert st["tables-averages"] == "reproduced"
+    assert st["text-gains-match-tables"] == "reproduced"
+    # ERM -> ERM-NU on PACS is +0.1 with errors 0.2 and 0.1: inside any t interval
+    assert st["table-6-1-nu-improves-every-dataset"] == "inconclusive"
+    assert md.count("\n") == len(tables.DATASETS) + 1
+    rec2 = _Recorder()
+    tables.record_claims(rec2, lambda df: 0.0)  # no uncertainty: every gain > 0 decides
+    assert {c["id"]: c["status"] for c in rec2.claims}[
+        "table-6-1-nu-improves-every-dataset"
+    ] == "reproduced"
+
+
+def _numbers():
+    return dict(
+        lams=[0.1, 3.0],
+        alpha_beta_max=1.2,
+        gamma=0.45,
+        ood_upper_max=1e-4,
+        ood_bound=1.6e-3,
+        d_floor=380.0,
+        below_half_d=None,
+        toy_ood={"ERM": 0.9, "ERM-NU": 0.91},
+        best_76=157 / 175,
+        nu_ood=0.99,
+        l2_ood=0.05,
+        srank_first=2.6,
+        srank_last=1.28,
+        srank_last_step=0.004,
+    )
+
+
+def test_report_summary_and_table_follow_the_statuses():
+    claims = [
+        {"id": "lemma-6-1-bounds", "source": "Lemma 6.1", "status": "holds"},
+        {"id": "figure-6-5-ood-rises-then-falls", "source": "x", "status": "inconclusive"},
+        {"id": "figure-6-5-stable-rank-decreases", "source": "x", "status": "differs"},
+        {"id": "text-gains-match-tables", "source": "x", "status": "reproduced"},
+    ]
+    text = report.summary(claims, _numbers())
+    assert "Lemma 6.1's bounds hold" in text
+    assert "are not checked below it" in text  # the claim below the lemma's lambda is absent
+    assert "could not be decided at this scale" in text
+    assert "is not lower at the last λ" in text
+    assert "4 claims: 1 differs, 1 holds, 1 inconclusive, 1 reproduced" in text
+    table = report.paper_vs_book({c["id"]: c for c in claims}, _numbers())
+    assert "holds where λ meets its proof, not checked below" in table
+    assert "at d = none" in table and "(2.600 → 1.280): differs" in table

@@ -11,7 +11,8 @@ Modules: ``chapters`` (the chapter's declaration), ``experiments`` (the chapter'
 repeats and seeds), ``data`` (samplers of Section 6.3.1 and 6.4
 and of a multi-domain task), ``theory`` (the population objectives, their optima, OOD accuracy,
 the bounds and the 2-D closed forms), ``symbolic`` (sympy checks of Appendix E), ``training``
-(ERM, ERM-l2, ERM-l1 and ERM-NU trained with torch), ``tables`` (the DomainBed tables, transcribed).
+(ERM, ERM-l2, ERM-l1 and ERM-NU trained with torch), ``tables`` (the DomainBed tables,
+transcribed), ``report`` (the chapter's written tables and summary, from its ledger).
 
 Conventions: ``z`` is the label-signed feature vector of Section 6.4 (``z = z~(x) y``), shape
 ``(n, d)``, invariant coordinates first (``R = [0, r)``), environmental ones after (``U``).
@@ -21,6 +22,7 @@ Population work is float64; training is float32.
 from companions.domain_generalization import (  # noqa: F401
     data,
     experiments,
+    report,
     symbolic,
     tables,
     theory,

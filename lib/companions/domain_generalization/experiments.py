@@ -64,13 +64,14 @@ def decide(effect: float, se: float, margin: float, n: int) -> bool | None:
     """Is ``effect`` (a mean over ``n`` seeds or repeats, standard error ``se``) above ``margin``?
 
     With c the two-sided 95 % Student-t critical value for n - 1 degrees of freedom: True if
-    effect - c se > margin, False if effect + c se < margin, None (inconclusive) otherwise."""
+    effect - c se > margin, False if effect + c se <= margin (the whole interval is at or below the
+    margin, which includes an exact tie with no spread), None (inconclusive) otherwise."""
     if n < 2:
         raise ValueError(f"parameter 'n' = {n!r} is not allowed: a standard error needs n >= 2")
     c = t_critical(n - 1)
     if effect - c * se > margin:
         return True
-    if effect + c * se < margin:
+    if effect + c * se <= margin:
         return False
     return None
 
