@@ -261,6 +261,24 @@ def test_loss_at_best_u_is_the_minimum_over_u(basis):
 
 
 # -- parity (Section 5.5) ------------------------------------------------------------------------
+def test_combine_decisions():
+    assert ex.combine_decisions({1: True, 2: True}) is True
+    assert ex.combine_decisions({1: True, 2: None}) is None
+    assert ex.combine_decisions({1: None, 2: False}) is False
+    with pytest.raises(ValueError):
+        ex.combine_decisions({})
+
+
+def test_seeds_to_decide():
+    from companions import stats
+
+    m = ex.seeds_to_decide(0.02, 0.01, 3)  # t_2 * 0.01 = 0.043 > 0.02: undecided at n = 3
+    assert stats.decide(0.02, 0.01, 3) is None
+    assert stats.decide(0.02, 0.01 * (3 / m) ** 0.5, m) is True
+    assert stats.decide(0.02, 0.01 * (3 / (m - 1)) ** 0.5, m - 1) is None
+    assert ex.seeds_to_decide(0.0, 0.01, 3) is None
+
+
 from companions.icl_scale import parity as pa  # noqa: E402
 
 

@@ -146,3 +146,28 @@ def gd_population(r, Lam, N, steps, lr, generator, init_scale=0.3) -> torch.Tens
         sched.step()
     with torch.no_grad():
         return (u * WK.T @ WQ).detach()
+
+
+def combine_decisions(per_case: dict):
+    """Combine per-case decisions (``True`` / ``False`` / ``None`` from
+    :func:`companions.stats.decide`): ``True`` when every case is ``True``, ``False`` when any is
+    ``False``, else ``None`` (inconclusive)."""
+    values = list(per_case.values())
+    if not values:
+        raise ValueError("no decisions to combine")
+    if any(v is False for v in values):
+        return False
+    return True if all(v is True for v in values) else None
+
+
+def seeds_to_decide(effect: float, se: float, n: int, margin: float = 0.0, most: int = 1000):
+    """The smallest number of seeds ``n' > n`` at which :func:`companions.stats.decide` would
+    decide ``effect`` against ``margin`` if the mean and the seeds' spread stayed as measured
+    (``se`` scaled by ``sqrt(n / n')``); ``None`` when no ``n' <= most`` would."""
+    from companions import stats
+
+    gap = abs(effect - margin)
+    for m in range(n + 1, most + 1):
+        if stats.t_critical(m - 1) * se * math.sqrt(n / m) < gap:
+            return m
+    return None
