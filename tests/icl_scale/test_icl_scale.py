@@ -347,3 +347,50 @@ def test_parity_checks_name_the_parameter():
         companions.preset("icl-scale-parity", "smoke", k=3)
     with pytest.raises(ValueError, match="'dims'"):
         companions.preset("icl-scale-parity", "smoke", dims=[6])
+
+
+def test_chapter_loops_in_the_library(basis):
+    def gen(k):
+        return torch.Generator().manual_seed(k)
+
+    dist = ex.descent_distances(basis, LAM, 8, 1, 600, gen)
+    assert len(dist) == 4 and max(dist) < 1e-3
+    trained = ex.train_ranks([1], 2, LAM, basis, 8, 100, 128, 3e-2, gen)
+    table, margins = ex.trained_table(trained, LAM, basis, 8)
+    assert table.count("\n") == 2 and set(margins) == {1} and margins[1][1] >= 0
+    Us = [theory.optimal_U(basis, LAM, 8, r) for r in range(5)]
+    w = basis @ torch.tensor([1.0, 0.5, 0.0, 0.0], dtype=torch.float64)
+
+    def closed(r, M, sigma):
+        return theory.theorem_5_4_2(
+            LAM,
+            8,
+            M,
+            sigma**2,
+            [1.0, 0.5, 0, 0][:r] + [0.0] * (4 - r),
+            [0.0] * r + [1.0, 0.5, 0, 0][r:],
+            r,
+        )
+
+    grid, z = ex.evaluation_grid(Us, LAM, basis, w, [4], [0.5], 20000, gen, closed, "cpu")
+    assert set(grid) == {(4, 0.5)} and len(z) == 5 and max(abs(x) for x in z) < 5
+    lam_q = [F(4), F(2), F(1), F(1, 2)]
+    assert ex.theorem_5_4_3_exact(lam_q, 8, [4, 16], [F(1), 0, 0, 0], (0, F(1, 2)))
+    z = ex.theorem_5_4_3_z(Us, LAM, basis, 8, [1, 0, 0, 0], 4, [0.5], 20000, gen, "cpu")
+    assert len(z) == 3 and max(abs(x) for x in z) < 5
+    mcs, z = ex.flips_z(Us, LAM, basis, 8, [1.0, 0.5, 0, 0], 4, [0.0, 0.2], 20000, gen, "cpu")
+    assert set(mcs) == {0.0, 0.2} and len(z) == 10 and max(abs(x) for x in z) < 5
+
+
+def test_parity_loops_in_the_library():
+    def gen(k):
+        return torch.Generator().manual_seed(k)
+
+    found = pa.smaller_norm_search(1, 300, F(1, 5), gen)
+    assert all(isinstance(x, F) for x in found)
+    nets = [pa.construction_small(2, 8, F(1, 5)), pa.construction(8, F(1, 5))]
+    res = pa.behaviour(nets, 8, 2, F(1, 5), [16], [0.0], 500, gen)
+    assert set(res) == {(16, 0.0)} and res[16, 0.0][0].shape[0] == 2
+    assert pa.decide_gaps([(1.0, 0.1), (2.0, 0.1)]) is True
+    assert pa.decide_gaps([(1.0, 0.1), (-2.0, 0.1)]) is False
+    assert pa.decide_gaps([(1.0, 0.1), (0.1, 0.1)]) is None

@@ -171,3 +171,139 @@ def seeds_to_decide(effect: float, se: float, n: int, margin: float = 0.0, most:
         if stats.t_critical(m - 1) * se * math.sqrt(n / m) < gap:
             return m
     return None
+
+
+# ---- the chapter's loops, kept here so that the page shows short calls -------------------------
+
+
+def descent_distances(Q, eigenvalues, N, starts, steps, generator_for, lr=5e-2) -> list[float]:
+    """Relative distances ``||uU - U*_r||_F / ||U*_r||_F`` after :func:`gd_population` from
+    ``starts`` random starts per rank ``r = 1..d`` (start ``k`` of rank ``r`` draws from
+    ``generator_for(100 r + k)``)."""
+    d = Q.shape[0]
+    Lam = data.covariance(eigenvalues, Q)
+    out = []
+    for r in range(1, d + 1):
+        Ustar = theory.optimal_U(Q, eigenvalues, N, r)
+        for k in range(starts):
+            U = gd_population(r, Lam, N, steps, lr, generator_for(100 * r + k))
+            out.append(float(torch.linalg.norm(U - Ustar) / torch.linalg.norm(Ustar)))
+    return out
+
+
+def train_ranks(ranks, seeds, eigenvalues, Q, N, steps, batch, lr, generator_for, device="cpu"):
+    """``{r: [(run, relative distance, excess loss), ...]}``: :func:`train_rank_r` for each rank,
+    ``seeds`` runs each (run ``k`` of rank ``r`` draws from ``generator_for(1000 + 10 r + k)``)."""
+    out = {}
+    for r in ranks:
+        out[r] = []
+        for k in range(seeds):
+            run = train_rank_r(
+                r,
+                eigenvalues,
+                Q.float(),
+                N,
+                steps,
+                batch,
+                lr,
+                generator_for(1000 + 10 * r + k),
+                device=device,
+            )
+            out[r].append((run, *trained_summary(run, eigenvalues, Q, N)))
+    return out
+
+
+def trained_table(trained, eigenvalues, Q, N):
+    """``(Markdown table, {r: (mean distance, its standard error)})`` for :func:`train_ranks`'s
+    result: the distance over seeds, the mean excess loss, the first seed's learned diagonal in the
+    eigenbasis and the optimum's ``v*``."""
+    rows = [
+        "| r | relative distance (mean ± se) | excess loss (mean) | learned diag(Q^T uU Q) | v* |",
+        "|---|---|---|---|---|",
+    ]
+    margins = {}
+    for r, runs in trained.items():
+        dist = torch.tensor([x[1] for x in runs], dtype=torch.float64)
+        mean, se = float(dist.mean()), float(dist.std() / math.sqrt(len(dist)))
+        margins[r] = (mean, se)
+        diag = torch.diagonal(Q.T @ runs[0][0].U @ Q).tolist()
+        vstar = theory.optimal_v(eigenvalues, N, r)
+        excess = sum(x[2] for x in runs) / len(runs)
+        rows.append(
+            f"| {r} | {mean:.4f} ± {se:.4f} | {excess:.2e} | "
+            f"{', '.join(f'{x:.3f}' for x in diag)} | {', '.join(f'{x:.3f}' for x in vstar)} |"
+        )
+    return "\n".join(rows), margins
+
+
+def evaluation_grid(Us, eigenvalues, Q, w, eval_m, sigmas, trials, generator_for, closed, device):
+    """``({(M, sigma): PairedLosses}, z-scores)``: paired Monte Carlo of the evaluation loss of
+    every model in ``Us`` for each ``M`` and ``sigma`` (cell ``(i, j)`` draws from
+    ``generator_for(200 + 10 i + j)``), each rank's mean against ``closed(r, M, sigma)``."""
+    grid, z = {}, []
+    for i, M in enumerate(eval_m):
+        for j, sigma in enumerate(sigmas):
+            mc = mc_evaluation_losses(
+                Us,
+                eigenvalues,
+                Q,
+                w,
+                M,
+                trials,
+                generator_for(200 + 10 * i + j),
+                sigma=sigma,
+                device=device,
+            )
+            grid[M, sigma] = mc
+            z += [mc.estimate(r).z(closed(r, M, sigma)) for r in range(len(Us))]
+    return grid, z
+
+
+def theorem_5_4_3_exact(eigenvalues, N, eval_m, s, noise_variances=(0, 1, 4)) -> bool:
+    """Theorem 5.4.3's gap ``L(f_r') - L(f_1)`` equals the difference of two instances of Theorem
+    5.4.2 for every ``M``, ``sigma^2`` and ``r' = 1..d`` (exact for rational inputs)."""
+    d = len(eigenvalues)
+    zero = [0] * d
+    return all(
+        theory.theorem_5_4_2(eigenvalues, N, M, s2, s, zero, r2)
+        - theory.theorem_5_4_2(eigenvalues, N, M, s2, s, zero, 1)
+        == theory.theorem_5_4_3(eigenvalues, N, M, s2, s, 1, r2)
+        for M in eval_m
+        for s2 in noise_variances
+        for r2 in range(1, d + 1)
+    )
+
+
+def theorem_5_4_3_z(Us, eigenvalues, Q, N, s, M, sigmas, trials, generator_for, device):
+    """z-scores of paired Monte Carlo ``L(f_r') - L(f_1)``, ``r' = 2..d``, against Theorem 5.4.3,
+    for a task with coordinates ``s`` (top direction only) and each ``sigma`` (draws from
+    ``generator_for(300 + j)``)."""
+    d = len(eigenvalues)
+    w = Q @ torch.tensor([float(x) for x in s], dtype=torch.float64)
+    z = []
+    for j, sigma in enumerate(sigmas):
+        mc = mc_evaluation_losses(
+            Us, eigenvalues, Q, w, M, trials, generator_for(300 + j), sigma=sigma, device=device
+        )
+        for r2 in range(2, d + 1):
+            gap = theory.theorem_5_4_3(eigenvalues, N, M, sigma**2, [float(x) for x in s], 1, r2)
+            z.append(mc.difference(r2, 1).z(gap))
+    return z
+
+
+def flips_z(Us, eigenvalues, Q, N, coords, M, flips, trials, generator_for, device):
+    """``({f: PairedLosses}, z-scores)``: Monte Carlo evaluation losses with sign flips against
+    this book's closed form :func:`theory.evaluation_loss`, every rank and flip (draws from
+    ``generator_for(400 + j)``)."""
+    w = Q @ torch.tensor(coords, dtype=torch.float64)
+    mcs, z = {}, []
+    for j, f in enumerate(flips):
+        mc = mcs[f] = mc_evaluation_losses(
+            Us, eigenvalues, Q, w, M, trials, generator_for(400 + j), flip=f, device=device
+        )
+        for r in range(len(Us)):
+            closed = theory.evaluation_loss(
+                eigenvalues, theory.optimal_v(eigenvalues, N, r), coords, M, 0, f
+            )
+            z.append(mc.estimate(r).z(closed))
+    return mcs, z

@@ -208,3 +208,42 @@ def norm_formula(d: int, v: int, gamma) -> Fraction:
 
 def mean_se(x: torch.Tensor) -> tuple[float, float]:
     return float(x.mean()), float(x.std() / math.sqrt(len(x)))
+
+
+def smaller_norm_search(starts, steps, gamma, generator_for, signs=(-1, -1, 1, -1, -1, 1)):
+    """Squared norms of the zero-loss six-head networks at ``d = 4`` found by
+    :func:`search_small_norm` from ``starts`` random starts (start ``k`` draws from
+    ``generator_for(50 + k)``), each rounded, rescaled to smallest margin exactly 1 and checked in
+    exact fractions over all patterns; starts that miss zero loss are left out."""
+    pats = all_patterns(4)
+    found = []
+    for start in range(starts):
+        V = search_small_norm(4, list(signs), gamma, steps, generator_for(50 + start))
+        if min(margins(signs, V, gamma, pats).values()) > 0:
+            _, V = rescale_to_margin_one(signs, V, gamma, pats)
+            if min(margins(signs, V, gamma, pats).values()) != 1:  # exact
+                raise ArithmeticError("rescaled network does not have smallest margin 1")
+            found.append(squared_norm(V))
+    return found
+
+
+def behaviour(nets, d, k, gamma, eval_m, flips, trials, generator_for):
+    """``{(M, f): (hinge, correct, (mean, se) of hinge[1] - hinge[0])}``: :func:`evaluate` for every
+    ``M`` and flip probability ``f`` (cell ``(i, j)`` draws from ``generator_for(100 + 10 i + j)``),
+    the networks on the same prompts."""
+    out = {}
+    for i, M in enumerate(eval_m):
+        for j, f in enumerate(flips):
+            g = generator_for(100 + 10 * i + j)
+            hinge, correct = evaluate(nets, d, k, float(gamma), M, f, trials, g)
+            out[M, f] = (hinge, correct, mean_se(hinge[1] - hinge[0]))
+    return out
+
+
+def decide_gaps(gaps, z=3.0):
+    """``True`` when every ``(mean, se)`` gap is above ``z`` standard errors, ``False`` when any is
+    below ``-z``, else ``None`` (large paired Monte Carlo samples, so a fixed ``z``)."""
+    gaps = list(gaps)
+    if all(m > z * s for m, s in gaps):
+        return True
+    return False if any(m < -z * s for m, s in gaps) else None
