@@ -289,26 +289,6 @@ def test_mean_se_and_decide():
     assert experiments.both_above(None, False) is False
 
 
-@pytest.mark.parametrize(
-    "df, value", [(1, 12.706), (2, 4.303), (4, 2.776), (30, 2.042), (1e6, 1.960)]
-)
-def test_t_critical_table(df, value):
-    assert experiments.t_critical(df) == pytest.approx(value, abs=5e-4)
-
-
-def test_t_critical_other_level_and_errors():
-    assert experiments.t_critical(1, 0.75) == pytest.approx(1.0, abs=1e-9)  # t(1) is Cauchy
-    with pytest.raises(ValueError, match="'df'"):
-        experiments.t_critical(0)
-
-
-def test_welch_df():
-    assert experiments.welch_df(0.3, 0.3, 3, 3) == pytest.approx(4.0)
-    assert experiments.welch_df(1.0, 0.0, 5, 3) == pytest.approx(4.0)
-    with pytest.raises(ValueError):
-        experiments.welch_df(0.0, 0.0, 3, 3)
-
-
 def test_domain_gammas_and_mixture_sums():
     assert experiments.domain_gammas(0.3, 1, 0.1) == [0.3]
     g = experiments.domain_gammas(0.3, 3, 0.1)

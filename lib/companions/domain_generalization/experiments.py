@@ -6,12 +6,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-import mpmath
 import numpy as np
 import torch
 from tqdm.std import tqdm
 
 from companions.domain_generalization import data, theory, training
+from companions.stats import t_critical
 
 
 def mean_se(values) -> tuple[float, float]:
@@ -22,42 +22,6 @@ def mean_se(values) -> tuple[float, float]:
             f"parameter 'values' has {v.size} item(s): a standard error needs two or more"
         )
     return float(v.mean()), float(v.std(ddof=1) / math.sqrt(v.size))
-
-
-def t_critical(df: float, level: float = 0.975) -> float:
-    """The ``level`` quantile of Student's t with ``df`` degrees of freedom (df > 0, real).
-
-    For t > 0, P[T <= t] = 1 - I_x(df/2, 1/2) / 2 with x = df / (df + t^2) (regularized incomplete
-    beta); the quantile is found by bisection on that expression with mpmath (50 digits).
-    """
-    if not df > 0:
-        raise ValueError(f"parameter 'df' = {df!r} is not allowed: expected a real number > 0")
-    if not 0.5 < level < 1:
-        raise ValueError(f"parameter 'level' = {level!r} is not allowed: expected 0.5 < level < 1")
-    with mpmath.workdps(50):
-        nu = mpmath.mpf(df)
-
-        def cdf(t):
-            return 1 - mpmath.betainc(nu / 2, mpmath.mpf(1) / 2, 0, nu / (nu + t * t), True) / 2
-
-        lo, hi = mpmath.mpf(0), mpmath.mpf(1)
-        while cdf(hi) < level:
-            hi *= 2
-        for _ in range(200):
-            mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if cdf(mid) < level else (lo, mid)
-        return float((lo + hi) / 2)
-
-
-def welch_df(se1: float, se2: float, n1: int, n2: int) -> float:
-    """Welch-Satterthwaite degrees of freedom of a difference of two means, from their standard
-    errors and sample sizes: (se1^2 + se2^2)^2 / (se1^4 / (n1 - 1) + se2^4 / (n2 - 1))."""
-    if min(n1, n2) < 2:
-        raise ValueError(f"parameters 'n1', 'n2' = {n1}, {n2} are not allowed: expected >= 2")
-    den = se1**4 / (n1 - 1) + se2**4 / (n2 - 1)
-    if den == 0:
-        raise ValueError("parameters 'se1', 'se2' are both 0: the degrees of freedom are undefined")
-    return (se1**2 + se2**2) ** 2 / den
 
 
 def decide(effect: float, se: float, margin: float, n: int) -> bool | None:

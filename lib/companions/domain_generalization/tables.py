@@ -6,6 +6,8 @@ over three trials). Averages are printed without an error. Nothing here is measu
 
 from __future__ import annotations
 
+from companions.stats import welch_df
+
 DATASETS = ("VLCS", "PACS", "OfficeHome", "TerraInc", "DomainNet")
 
 # Table 6.1: OOD accuracy, the rows with and without NU (and the printed averages).
@@ -149,7 +151,7 @@ def significant_gains(
     out = {}
     for i, ds in enumerate(DATASETS):
         (mb, eb), (mm, em) = TABLE_6_1[baseline][0][i], TABLE_6_1[method][0][i]
-        df = (eb**2 + em**2) ** 2 / ((eb**4 + em**4) / (trials - 1))
+        df = welch_df(eb, trials, em, trials)
         out[ds] = (round(mm - mb, 6), round(critical(df) * (eb**2 + em**2) ** 0.5, 6), df)
     return out
 
