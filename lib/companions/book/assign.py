@@ -560,8 +560,9 @@ def _execute(submission: Path, scratch: Path, time_limit: float, memory: int) ->
         IPYTHONDIR=str(scratch / ".ipython"),
         JUPYTER_RUNTIME_DIR=str(scratch.parent / (scratch.name + "-runtime")),
         PYTHONDONTWRITEBYTECODE="1",
+        MPLBACKEND="Agg",
     )
-    command = [sys.executable, "-m", "companions.book.sandbox", "run", str(submission)]
+    command = [sys.executable, str(Path(sandbox.__file__).resolve()), "run", str(submission)]
     command += [str(scratch), "--time-limit", str(time_limit), "--memory", str(memory)]
     process = subprocess.Popen(
         command,
@@ -573,7 +574,8 @@ def _execute(submission: Path, scratch: Path, time_limit: float, memory: int) ->
     )
     errors = []
     try:
-        output, _ = process.communicate(timeout=time_limit + 90)
+        # A kernel deaf to interrupts (native code, SIGINT ignored) is killed, its group with it.
+        output, _ = process.communicate(timeout=time_limit + sandbox.reserve_for(time_limit) + 20)
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         process.communicate()

@@ -338,6 +338,7 @@ class Judge:
                 allow_errors=True,
                 kernel_name="python3",
                 resources={"metadata": {"path": str(workdir)}},
+                shutdown_kernel="immediate",
             )
             with client.setup_kernel():
                 for i in range(count):

@@ -3,7 +3,8 @@ audit hook that refuses the ordinary ways Python code writes, deletes or starts 
 that folder. Only the answers leave: the last cell serialises the ``answer_*`` names as plain data
 (:data:`DUMP_CELL`), which :mod:`companions.book.judge` reads back as untrusted JSON.
 
-Two entry points, both run as ``python -m companions.book.sandbox``:
+Two entry points, both run as ``python .../sandbox.py`` (the file, not ``-m``: importing the
+package would import torch, seconds a small notebook need not spend):
 
 - ``kernel --scratch DIR --memory BYTES -f CONNECTION_FILE``: an IPython kernel that first sets the
   memory limit (``RLIMIT_AS``) and installs the audit hook (which cannot be removed from Python),
@@ -179,11 +180,9 @@ def serve_kernel(argv: list[str]) -> None:
     args, rest = parser.parse_known_args(argv)
     os.chdir(args.scratch)
     set_memory_limit(args.memory)
-    # Loaded before the hook, as any kernel would (the hook would refuse some of their set-up).
+    # Loaded before the hook, as any kernel would (the hook would refuse some of its set-up).
     import ipykernel.kernelapp  # noqa: F401
-    import matplotlib
 
-    matplotlib.use("Agg")
     install_audit_hook(args.scratch)
     from ipykernel import kernelapp
 
@@ -196,12 +195,18 @@ def _kernelspec(folder: Path, scratch: Path, memory: int) -> str:
     name = "companions-sandbox"
     spec = folder / "kernels" / name
     spec.mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-m", "companions.book.sandbox", "kernel"]
+    argv = [sys.executable, str(Path(__file__).resolve()), "kernel"]
     argv += ["--scratch", str(scratch), "--memory", str(memory), "-f", "{connection_file}"]
     (spec / "kernel.json").write_text(
         json.dumps({"argv": argv, "display_name": "sandbox", "language": "python"})
     )
     return name
+
+
+def reserve_for(time_limit: float) -> float:
+    """Seconds kept, past the time limit, for the last cell: what was computed before the time ran
+    out is still read out."""
+    return min(30.0, max(5.0, time_limit / 10))
 
 
 def run_notebook(notebook: Path, scratch: Path, time_limit: float, memory: int) -> dict:
@@ -217,8 +222,7 @@ def run_notebook(notebook: Path, scratch: Path, time_limit: float, memory: int) 
         nbformat.v4.new_code_cell(c.source) for c in submitted.cells if c.cell_type == "code"
     ]
     nb.cells.append(nbformat.v4.new_code_cell(DUMP_CELL))
-    # Kept for the last cell, so what was computed before the time ran out is still read out.
-    reserve = min(30.0, max(5.0, time_limit / 10))
+    reserve = reserve_for(time_limit)
     spec_dir = scratch.parent / (scratch.name + "-kernelspec")
     os.environ["JUPYTER_PATH"] = str(spec_dir)
     kernel = _kernelspec(spec_dir, scratch, memory)
@@ -239,6 +243,7 @@ def run_notebook(notebook: Path, scratch: Path, time_limit: float, memory: int) 
         kernel_name=kernel,
         resources={"metadata": {"path": str(scratch)}},
         record_timing=False,
+        shutdown_kernel="immediate",
     )
     with client.setup_kernel():
         for i, cell in enumerate(nb.cells[:-1]):
@@ -260,6 +265,8 @@ def run_notebook(notebook: Path, scratch: Path, time_limit: float, memory: int) 
 
 
 def main(argv: list[str] | None = None) -> int:
+    if __name__ == "__main__" and sys.path and Path(sys.path[0]).resolve() == Path(__file__).parent:
+        sys.path.pop(0)  # run as a file: its folder's modules (answers, cli ...) are not top-level
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["kernel"]:
         serve_kernel(argv[1:])
