@@ -15,7 +15,7 @@ import nbformat
 import pytest
 import sympy as sp
 
-from companions.book import assign, cli
+from companions.book import answers, assign, cli
 from tests.book.test_chapters import CHAPTER_IDS, _notebook
 
 HEADER = textwrap.dedent("""\
@@ -199,24 +199,24 @@ def test_same_expression_compares_meaning_not_form():
     k, e = sp.symbols("kappa eps", positive=True)
     expected = 2 * k * sp.log(1 / e)
     plain_k, plain_e = sp.symbols("kappa eps")  # no assumptions: still the same symbols by name
-    assert assign.same_expression(-2 * plain_k * sp.log(plain_e), expected)
-    assert assign.same_expression(sp.log(e ** (-2 * k)), expected)
-    assert not assign.same_expression(k * sp.log(1 / e), expected)
-    assert not assign.same_expression(2 * k * sp.log(1 / e) + sp.Symbol("z"), expected)
+    assert answers.same_expression(-2 * plain_k * sp.log(plain_e), expected)
+    assert answers.same_expression(sp.log(e ** (-2 * k)), expected)
+    assert not answers.same_expression(k * sp.log(1 / e), expected)
+    assert not answers.same_expression(2 * k * sp.log(1 / e) + sp.Symbol("z"), expected)
     p = sp.Symbol("p")
-    assert assign.same_expression(
+    assert answers.same_expression(
         sp.Mul(p, 2 * k * sp.log(1 / e), sp.Pow(p, -1), evaluate=False), expected
     )
-    assert not assign.same_expression(..., expected)
-    assert not assign.same_expression("not an expression (", expected)
+    assert not answers.same_expression(..., expected)
+    assert not answers.same_expression("not an expression (", expected)
 
 
 def test_close_to_uses_the_stated_tolerance():
-    assert assign.close_to(1.0009, 1.0, relative=1e-3)
-    assert not assign.close_to(1.0011, 1.0, relative=1e-3)
-    assert assign.close_to(0.05, 0.0, absolute=0.05)
-    assert not assign.close_to(..., 1.0, relative=1.0)
-    assert not assign.close_to(None, 1.0, relative=1.0)
+    assert answers.close_to(1.0009, 1.0, relative=1e-3)
+    assert not answers.close_to(1.0011, 1.0, relative=1e-3)
+    assert answers.close_to(0.05, 0.0, absolute=0.05)
+    assert not answers.close_to(..., 1.0, relative=1.0)
+    assert not answers.close_to(None, 1.0, relative=1.0)
 
 
 def test_wrong_submission_changes_only_the_named_question(tmp_path):
@@ -251,7 +251,7 @@ def test_grade_refuses_a_missing_bundle_or_submission(tmp_path, capsys):
         cli.main(["grade", "looped-gd", str(tmp_path / "none.ipynb"), "--bundle", str(tmp_path)])
         == 2
     )
-    assert "no autograder" in capsys.readouterr().err
+    assert "no assignment" in capsys.readouterr().err
 
 
 # -- every chapter's assignment, built and graded by otter ----------------------------------------
