@@ -105,7 +105,10 @@ def test_text_is_never_evaluated_as_sympy(tmp_path):
     assert not target.exists(), done.stdout + done.stderr
 
 
-def test_a_file_that_is_not_answers_gives_none():
+def test_a_file_that_is_not_answers_gives_none(tmp_path):
+    (tmp_path / "answers.json").symlink_to("/dev/zero")  # would never end, if read
+    assert judge.load_answers(tmp_path / "answers.json") == {}
+    assert judge.load_answers(tmp_path / "none.json") == {}
     assert judge.read_answers("not json") == {}
     assert judge.read_answers("[1, 2]") == {}
     assert judge.read_answers(" " * (judge.MAX_BYTES + 1)) == {}
