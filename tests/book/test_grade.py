@@ -94,15 +94,19 @@ def test_text_is_never_evaluated_as_sympy(tmp_path):
     assert not answers.same_expression(read["answer_x"], sp.Symbol("x"))
     judge_source = textwrap.dedent(f"""
         import sympy as sp
+        import json
         from companions.book import judge
         judge.refuse_parsing()
+        assert sp.sympify("x + 1") == sp.Symbol("x") + 1  # the chapter's own text still parses
+        judge.read_answers(json.dumps({{"answer_x": {{"value": {attack!r}}}}}))
         try:
             sp.sympify({attack!r})
-        except Exception as error:
-            print(type(error).__name__)
+        except ValueError as error:
+            print(error)
     """)
     done = subprocess.run([sys.executable, "-c", judge_source], capture_output=True, text=True)
     assert not target.exists(), done.stdout + done.stderr
+    assert "does not parse a student's text" in done.stdout, done.stdout + done.stderr
 
 
 def test_a_file_that_is_not_answers_gives_none(tmp_path):

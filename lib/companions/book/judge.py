@@ -124,6 +124,7 @@ class _Refusal(ValueError):
 class _Reader:
     def __init__(self):
         self.nodes = 0
+        self.strings: set[str] = set()
 
     def count(self, depth: int) -> None:
         self.nodes += 1
@@ -139,6 +140,8 @@ class _Reader:
         if isinstance(data, str):
             if len(data) > MAX_STRING:
                 raise _Refusal("string too long")
+            if data:
+                self.strings.add(data)
             return data
         if isinstance(data, list):
             return [self.value(x, depth + 1) for x in data]
@@ -227,6 +230,7 @@ def read_answers(text: str | bytes) -> dict:
     """``{name: value or Unreadable}`` from the JSON a submission's last cell wrote. Untrusted:
     anything but the expected shape becomes :class:`Unreadable` (or, for the whole file, an empty
     answer set), and nothing in it is executed."""
+    _UNTRUSTED.clear()
     if len(text) > MAX_BYTES:
         return {}
     try:
@@ -235,18 +239,20 @@ def read_answers(text: str | bytes) -> dict:
         return {}
     if not isinstance(data, dict):
         return {}
-    out = {}
+    out, reader = {}, _Reader()
     for name, entry in data.items():
         if not (isinstance(name, str) and re.fullmatch(r"answer_\w{1,100}", name, re.A)):
             continue
         if isinstance(entry, dict) and set(entry) == {"value"}:
             try:
-                out[name] = _Reader().value(entry["value"])
+                out[name] = reader.value(entry["value"])
             except (_Refusal, RecursionError, ValueError, OverflowError) as error:
                 out[name] = Unreadable(str(error)[:200])
         else:
             reason = entry.get("unreadable") if isinstance(entry, dict) else None
             out[name] = Unreadable(str(reason)[:200] if reason else "unreadable")
+    _UNTRUSTED.clear()
+    _UNTRUSTED.update(reader.strings)
     return out
 
 
@@ -260,14 +266,26 @@ def load_answers(path: str | Path) -> dict:
         return read_answers(f.read(MAX_BYTES + 1))
 
 
+#: The text among the answers read last (in the judge: the student being judged).
+_UNTRUSTED: set[str] = set()
+
+
 def refuse_parsing() -> None:
-    """From now on, in this process, sympy refuses to parse text (``sympify('...')`` would
-    ``eval`` it): a test that passes a student's string to sympy gets an error, not code run."""
+    """From now on, in this process, sympy refuses to parse text that holds a string of the answers
+    read last (``sympify('...')`` would ``eval`` it): a hidden test that passes a student's string
+    to sympy gets an error, not the student's code run. Other text parses as before."""
     import sympy.parsing.sympy_parser as parser
 
-    def parse_expr(*args, **kwargs):
-        raise ValueError("the judge does not parse text as sympy")
+    original = parser.parse_expr
+    if getattr(original, "refuses_answers", False):
+        return
 
+    def parse_expr(text, *args, **kwargs):
+        if isinstance(text, str) and any(s in text for s in _UNTRUSTED):
+            raise ValueError("the judge does not parse a student's text as sympy")
+        return original(text, *args, **kwargs)
+
+    parse_expr.refuses_answers = True
     parser.parse_expr = parse_expr
 
 

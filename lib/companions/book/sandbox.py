@@ -41,7 +41,8 @@ def __companions_dump():
         import sympy as _sp
 
         if isinstance(e, _sp.Symbol):
-            return ["Symbol", e.name, {k: v for k, v in e.assumptions0.items() if v is not None}]
+            given = getattr(e, "_assumptions_orig", None) or e.assumptions0
+            return ["Symbol", e.name, {k: v for k, v in given.items() if v is not None}]
         if isinstance(e, _sp.Integer):
             return ["Integer", str(int(e))]
         if isinstance(e, _sp.Rational):
