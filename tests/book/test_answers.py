@@ -19,6 +19,7 @@ def test_same_expression_compares_meaning_not_form():
     )
     assert not answers.same_expression(..., expected)
     assert not answers.same_expression("not an expression (", expected)
+    assert not answers.same_expression("not an expression (", expected)
 
 
 def test_close_to_uses_the_stated_tolerance():

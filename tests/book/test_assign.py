@@ -226,7 +226,7 @@ def test_grade_refuses_a_missing_bundle_or_submission(tmp_path, capsys):
         cli.main(["grade", "looped-gd", str(tmp_path / "none.ipynb"), "--bundle", str(tmp_path)])
         == 2
     )
-    assert "no autograder" in capsys.readouterr().err
+    assert "no assignment" in capsys.readouterr().err
 
 
 # -- every chapter's assignment, built and graded by otter ----------------------------------------
@@ -244,14 +244,15 @@ def test_assignment_grades_solution_full_blank_zero_and_one_wrong_answer(chapter
     bundle = assign.build_assignment(chapter_id, _notebook(chapter_id), tmp_path, scale="smoke")
     target = bundle.questions[len(bundle.questions) // 2]
     wrong_answer = assign.wrong_submission(bundle.solution, target.name, tmp_path / "wrong.ipynb")
-    # One after the other: in parallel, three kernels each running torch's threads oversubscribe 2
-    # cores.
-    full, blank, wrong = (
-        assign.grade(bundle.autograder, submission)
-        for submission in (bundle.solution, bundle.student, wrong_answer)
+    # One class: each submission runs in its own sandboxed kernel, one after the other, while the
+    # judge runs the solution once.
+    full, blank, wrong = assign.grade_class(
+        bundle.folder, [bundle.solution, bundle.student, wrong_answer]
     )
     assert full.total == full.max_total == sum(q.points for q in bundle.questions), full.table()
     assert blank.total == 0, blank.table()
+    assert set(blank.outputs.values()) == {"missing"}, blank.table()  # blank, not malformed
+    assert wrong.outputs[target.name] == "wrong", wrong.table()
     lost = {q: full.scores[q] - wrong.scores[q] for q in full.scores}
     assert lost == {q: (target.points if q == target.name else 0.0) for q in full.scores}, (
         wrong.table()

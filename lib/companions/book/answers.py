@@ -15,9 +15,11 @@ def same_expression(answer, expected, samples: int = 5, tolerance: float = 1e-9)
     """Whether a student's sympy expression equals ``expected``: symbols are matched by name
     (so ``Symbol('kappa')`` and ``Symbol('kappa', positive=True)`` are the same), then the
     difference is simplified; if sympy cannot decide, it is evaluated at random points in [1.5, 3.5]
-    (where a symbol that cancels, as in ``p*x/p``, cannot change the value)."""
+    (where a symbol that cancels, as in ``p*x/p``, cannot change the value). Text is not an answer:
+    sympy would ``eval`` it (``strict=True`` refuses it), and a grader never runs a student's
+    code."""
     try:
-        answer = sp.sympify(answer)
+        answer = sp.sympify(answer, strict=True)
     except (sp.SympifyError, TypeError):
         return False
     expected = sp.sympify(expected)

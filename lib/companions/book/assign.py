@@ -13,7 +13,11 @@ A chapter marks a **graded question** with three pieces, all in its own MyST not
 :func:`master_notebook` turns the chapter into an otter master notebook; :func:`build_assignment`
 runs ``otter assign`` on it and leaves ``student/<chapter>.ipynb`` (solutions removed, tests
 hidden, everything else runnable) and ``autograder/<chapter>-autograder.zip``;
-:func:`grade` runs ``otter run`` (no Docker) and returns the points per question.
+:func:`grade_class` grades a class (and :func:`grade` one notebook) without ``otter run``, whose
+hidden tests run in the student's own kernel, where a submission can rebind the checkers: each
+submission runs sandboxed (:mod:`companions.book.sandbox`), only its ``answer_*`` values come back,
+as data, and the hidden tests run on them in a kernel that never runs student code
+(:mod:`companions.book.judge`).
 """
 
 from __future__ import annotations
@@ -62,6 +66,9 @@ _TITLES = {
     "admonition": "",
 }
 INTERPRETATION_PROMPT = "_Explain your answer in a markdown cell below this one._"
+#: Laptop defaults for one submission: wall-clock seconds and bytes of address space.
+TIME_LIMIT = 600.0
+MEMORY_LIMIT = 4 << 30
 
 
 class AssignmentError(ValueError):
@@ -396,12 +403,18 @@ class Bundle:
 
 
 def build_assignment(
-    chapter: str, source: str | Path, out_dir: str | Path, scale: str | None = "smoke"
+    chapter: str,
+    source: str | Path,
+    out_dir: str | Path,
+    scale: str | None = "smoke",
+    time_limit: float | None = None,
+    memory: int | None = None,
 ) -> Bundle:
     """Build ``<out_dir>/<chapter>/``: ``master.ipynb`` (otter's input, with solutions and tests),
     ``solution/<chapter>.ipynb`` (a submission with every answer filled in),
-    ``student/<chapter>.ipynb`` and ``autograder/<chapter>-autograder.zip``. Built in a temporary
-    folder and moved into place, so a failure leaves nothing half-written."""
+    ``student/<chapter>.ipynb``, ``autograder/<chapter>-autograder.zip`` (for otter's own tools)
+    and ``grading.json`` (a submission's time and memory limits). Built in a temporary folder and
+    moved into place, so a failure leaves nothing half-written."""
     nb = read_chapter(source)
     master = master_notebook(nb, chapter, scale)
     target = Path(out_dir) / chapter
@@ -425,6 +438,14 @@ def build_assignment(
         if len(zips) != 1:
             raise RuntimeError(f"otter assign left {len(zips)} autograder zips for {chapter}")
         shutil.copy(zips[0], final / "autograder" / f"{chapter}-autograder.zip")
+        (final / "grading.json").write_text(
+            json.dumps(
+                {
+                    "time_limit": TIME_LIMIT if time_limit is None else time_limit,
+                    "memory": MEMORY_LIMIT if memory is None else memory,
+                }
+            )
+        )
         if target.exists():
             shutil.rmtree(target)
         final.rename(target)
@@ -441,11 +462,17 @@ def build_assignment(
 
 @dataclasses.dataclass(frozen=True)
 class Grade:
-    """Points per question of one graded submission."""
+    """Points per question of one graded submission, with what went wrong (for the teacher) and
+    per question feedback (for the student: missing, malformed or wrong; never the expected
+    value)."""
 
     scores: dict  # question -> points earned
     possible: dict  # question -> points possible
-    outputs: dict  # question -> otter's test output
+    outputs: dict  # question -> status: correct, wrong, missing, malformed
+    student: str = ""
+    submission: str = ""  # the file's name
+    errors: tuple = ()  # what stopped or limited the run: a bad file, the time or memory limit
+    notes: dict = dataclasses.field(default_factory=dict)  # question -> note for the teacher
 
     @property
     def total(self) -> float:
@@ -457,34 +484,223 @@ class Grade:
 
     def table(self) -> str:
         width = max([len(q) for q in self.scores] + [8])
-        lines = [f"{'question':<{width}}  points", f"{'-' * width}  ------"]
-        lines += [f"{q:<{width}}  {self.scores[q]:g} / {self.possible[q]:g}" for q in self.scores]
+        lines = [f"{'question':<{width}}  points   status", f"{'-' * width}  -------  ------"]
+        lines += [
+            f"{q:<{width}}  {self.scores[q]:g} / {self.possible[q]:g}    {self.outputs.get(q, '')}"
+            for q in self.scores
+        ]
         lines.append(f"{'total':<{width}}  {self.total:g} / {self.max_total:g}")
+        lines += [f"error: {e}" for e in self.errors]
+        return "\n".join(lines)
+
+    def feedback(self) -> str:
+        """For the student: each question's status, and what to check; no expected values."""
+        advice = {
+            "correct": "correct",
+            "wrong": "answered, but not correct: check your computation",
+            "missing": "no answer: an answer_... variable it needs was never set",
+            "malformed": "the answer could not be read or used: check its type "
+            "(a number, a list of numbers, or a sympy expression)",
+        }
+        lines = [
+            f"{q}: {advice.get(self.outputs.get(q, 'missing'), '')} "
+            f"({self.scores[q]:g} / {self.possible[q]:g})"
+            for q in self.scores
+        ]
+        lines += [f"note: {e}" for e in self.errors]
         return "\n".join(lines)
 
 
-def grade(
-    autograder: str | Path, submission: str | Path, out_dir: str | Path | None = None
-) -> Grade:
-    """Grade a submitted notebook with ``otter run`` (no containers): the notebook is executed
-    and the hidden tests of the autograder zip are run against it."""
-    autograder, submission = Path(autograder).resolve(), Path(submission).resolve()
-    for what, path in (("autograder", autograder), ("submission", submission)):
-        if not path.is_file():
-            raise FileNotFoundError(f"{what}: no such file {path}")
+class BadSubmission(ValueError):
+    """A file that is not a submission of this chapter (not a notebook, empty, another chapter)."""
+
+
+def check_submission(path: Path, chapter: str, tests) -> None:
+    """Raise :class:`BadSubmission` unless ``path`` is a notebook of ``chapter``."""
+    if not path.is_file():
+        raise BadSubmission("no such file")
+    if path.stat().st_size == 0:
+        raise BadSubmission("empty file")
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except Exception as error:
+        raise BadSubmission(f"not a notebook ({type(error).__name__})") from None
+    name = nb.metadata.get("otter", {}).get("assignment_name")
+    if name is not None and name != chapter:
+        raise BadSubmission(f"wrong chapter: a notebook of {name!r}, not {chapter!r}")
+    if name is None:
+        text = "\n".join(c.source for c in nb.cells)
+        if not any(f"({t.question})" in text for t in tests):
+            raise BadSubmission(f"wrong chapter: none of the questions of {chapter!r} in it")
+
+
+def _bundle_folder(bundle) -> Path:
+    """The chapter folder of a bundle, from a :class:`Bundle`, the folder, or its autograder zip."""
+    if isinstance(bundle, Bundle):
+        return bundle.folder
+    path = Path(bundle)
+    return path.parent.parent if path.suffix == ".zip" else path
+
+
+def _execute(submission: Path, scratch: Path, time_limit: float, memory: int) -> list[str]:
+    """Run the submission in its sandbox (a separate process group); the errors worth reporting."""
+    import os
+    import signal
+
+    from companions.book import sandbox
+
+    scratch.mkdir(parents=True)
+    for sub in ("tmp", ".cache", ".config"):
+        (scratch / sub).mkdir()
+    env = {k: os.environ[k] for k in sandbox.KEEP_ENV if k in os.environ}
+    env.update(
+        HOME=str(scratch),
+        TMPDIR=str(scratch / "tmp"),
+        MPLCONFIGDIR=str(scratch / ".config"),
+        IPYTHONDIR=str(scratch / ".ipython"),
+        JUPYTER_RUNTIME_DIR=str(scratch.parent / (scratch.name + "-runtime")),
+        PYTHONDONTWRITEBYTECODE="1",
+        MPLBACKEND="Agg",
+    )
+    command = [sys.executable, str(Path(sandbox.__file__).resolve()), "run", str(submission)]
+    command += [str(scratch), "--time-limit", str(time_limit), "--memory", str(memory)]
+    process = subprocess.Popen(
+        command,
+        cwd=scratch.parent,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    errors = []
+    try:
+        # A kernel deaf to interrupts (native code, SIGINT ignored) is killed, its group with it.
+        output, _ = process.communicate(timeout=time_limit + sandbox.reserve_for(time_limit) + 20)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        return [f"stopped at the time limit ({time_limit:g} s)"]
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    report_file = scratch.parent / (scratch.name + "-" + sandbox.REPORT)
+    if process.returncode != 0 or not report_file.is_file():
+        tail = output.decode(errors="replace").strip().splitlines()[-1:] if output else []
+        return [f"the notebook could not be run (exit {process.returncode}) {' '.join(tail)}"]
+    report = json.loads(report_file.read_text())
+    if report["timed_out"]:
+        errors.append(f"stopped at the time limit ({time_limit:g} s)")
+    if report["memory"]:
+        errors.append(f"ran out of memory (limit {memory / 2**30:g} GiB)")
+    refused = [e for e in report["errors"] if "sandbox:" in e]
+    errors += [f"refused: {e}" for e in refused[:3]]
+    return errors
+
+
+def hidden_tests_of(bundle) -> list:
+    """The hidden tests of a built assignment (:func:`companions.book.judge.hidden_tests`)."""
+    from companions.book import judge
+
+    master = _bundle_folder(bundle) / "master.ipynb"
+    return judge.hidden_tests(nbformat.read(master, as_version=4))
+
+
+def limits_of(bundle) -> dict:
+    """The time and memory limits the assignment was built with (``grading.json``), else the
+    laptop defaults :data:`TIME_LIMIT` and :data:`MEMORY_LIMIT`."""
+    limits = {"time_limit": TIME_LIMIT, "memory": MEMORY_LIMIT}
+    path = _bundle_folder(bundle) / "grading.json"
+    if path.is_file():
+        limits.update(json.loads(path.read_text()))
+    return limits
+
+
+def grade_class(
+    bundle,
+    submissions: Iterable[str | Path],
+    *,
+    time_limit: float | None = None,
+    memory: int | None = None,
+    on_grade=None,
+) -> list[Grade]:
+    """Grade submissions of one chapter. Each is executed in its own scratch folder, under the
+    time and memory limits, with :mod:`companions.book.sandbox`'s audit hook; only its
+    ``answer_*`` values come back, as data, and :class:`companions.book.judge.Judge` (a kernel that
+    ran the solution once, and never student code) runs the hidden tests on them. A bad submission
+    is reported in its :class:`Grade` and scores zero; ``on_grade(grade)`` is called after each."""
+    from companions.book import judge as judge_mod
+
+    folder = _bundle_folder(bundle).resolve()
+    limits = limits_of(folder)
+    time_limit = limits["time_limit"] if time_limit is None else time_limit
+    memory = limits["memory"] if memory is None else memory
+    master = folder / "master.ipynb"
+    solutions = sorted((folder / "solution").glob("*.ipynb"))
+    if not master.is_file() or len(solutions) != 1:
+        raise FileNotFoundError(f"no assignment bundle (master.ipynb, solution/) in {folder}")
+    chapter = solutions[0].stem
+    tests = judge_mod.hidden_tests(nbformat.read(master, as_version=4))
+    possible = {t.question: t.points for t in tests}
+    grades = []
     with tempfile.TemporaryDirectory(prefix="grade-") as tmp:
-        results_dir = Path(out_dir).resolve() if out_dir else Path(tmp)
-        results_dir.mkdir(parents=True, exist_ok=True)
-        _otter("run", "-a", str(autograder), "-o", str(results_dir), str(submission), cwd=Path(tmp))
-        results = json.loads((results_dir / "results.json").read_text())
-    scores, possible, outputs = {}, {}, {}
-    for test in results["tests"]:
-        if test.get("max_score") is None:  # otter's summary entry ("Public Tests")
-            continue
-        scores[test["name"]] = float(test.get("score") or 0.0)
-        possible[test["name"]] = float(test["max_score"])
-        outputs[test["name"]] = test.get("output", "")
-    return Grade(scores, possible, outputs)
+        judge_dir = Path(tmp) / "judge"
+        judge_dir.mkdir()
+        judge = None
+        try:
+            for i, submission in enumerate(map(Path, submissions)):
+                student = submission.stem
+                errors: list[str] = []
+                answers = None
+                try:
+                    check_submission(submission, chapter, tests)
+                except BadSubmission as error:
+                    errors.append(f"bad submission: {error}")
+                else:
+                    if judge is None:  # the solution runs while the first submission does
+                        judge = judge_mod.Judge(solutions[0], tests, judge_dir)
+                    scratch = Path(tmp) / f"s{i}"
+                    errors += _execute(submission.resolve(), scratch, time_limit, memory)
+                    answers = scratch / "answers.json"
+                if answers is None:
+                    verdicts = {t.question: judge_mod.Verdict("missing") for t in tests}
+                else:
+                    verdicts = judge.judge(answers if answers.is_file() else None)
+                    shutil.rmtree(answers.parent, ignore_errors=True)
+                result = Grade(
+                    {
+                        q: (possible[q] if verdicts[q].status == "correct" else 0.0)
+                        for q in possible
+                    },
+                    dict(possible),
+                    {q: verdicts[q].status for q in possible},
+                    student=student,
+                    submission=submission.name,
+                    errors=tuple(errors),
+                    notes={q: verdicts[q].note for q in possible if verdicts[q].note},
+                )
+                grades.append(result)
+                if on_grade is not None:
+                    on_grade(result)
+        finally:
+            if judge is not None:
+                judge.close()
+    return grades
+
+
+def grade(bundle, submission: str | Path, out_dir: str | Path | None = None, **limits) -> Grade:
+    """Grade one submitted notebook (see :func:`grade_class`). ``bundle``: the assignment's folder
+    ``<out>/<chapter>``, its :class:`Bundle`, or its autograder zip. ``out_dir``: write
+    ``results.json`` there."""
+    submission = Path(submission)
+    if not submission.is_file():
+        raise FileNotFoundError(f"submission: no such file {submission}")
+    (result,) = grade_class(bundle, [submission], **limits)
+    if out_dir:
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        (Path(out_dir) / "results.json").write_text(
+            json.dumps(dataclasses.asdict(result), indent=1)
+        )
+    return result
 
 
 def chapters_with_questions(sources: Iterable[tuple[str, Path]]) -> dict[str, list[Question]]:

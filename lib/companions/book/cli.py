@@ -14,6 +14,7 @@ import datetime
 import json
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -33,6 +34,7 @@ examples:
   python -m companions assign --all                  \
 # assignments/<chapter>/{student,solution,autograder}
   python -m companions grade looped-gd submission.ipynb
+  python -m companions grade looped-gd submissions/ --feedback feedback/  # gradebook CSV
   python -m companions student-edition               # the book without solutions, _build/student/
 
 'run' is the same as this pipe (papermill cannot read MyST .md notebooks by itself):
@@ -365,7 +367,14 @@ def cmd_assign(args: argparse.Namespace) -> int:
     for chapter_id in skipped:
         print(f"{chapter_id}: no graded question, skipped")
     for chapter_id, source in chosen.items():
-        bundle = assign.build_assignment(chapter_id, source, args.out, scale=args.scale)
+        bundle = assign.build_assignment(
+            chapter_id,
+            source,
+            args.out,
+            scale=args.scale,
+            time_limit=args.time_limit,
+            memory=None if args.memory is None else int(args.memory * 2**30),
+        )
         points = sum(q.points for q in bundle.questions)
         print(
             f"{chapter_id}: {len(bundle.questions)} graded questions, "
@@ -380,36 +389,131 @@ def cmd_assign(args: argparse.Namespace) -> int:
     return 0
 
 
+def _submissions(folder: Path, skip: set[Path]) -> list[Path]:
+    """Every file directly in ``folder`` (so a stray file is reported, not silently ignored), but
+    hidden files and the grader's own outputs."""
+    return sorted(
+        p
+        for p in folder.iterdir()
+        if p.is_file() and not p.name.startswith(".") and p.resolve() not in skip
+    )
+
+
+def _read_gradebook(path: Path) -> dict[str, dict]:
+    import csv
+
+    if not path.is_file():
+        return {}
+    with path.open(newline="") as f:
+        return {row["file"]: row for row in csv.DictReader(f) if row.get("file")}
+
+
 def cmd_grade(args: argparse.Namespace) -> int:
+    """One notebook: its table (and ``--json``). A folder: every file in it, each row of the
+    gradebook written as soon as it is graded; a second run skips the files already in the
+    gradebook, so an interrupted class resumes where it stopped."""
+    import csv
+
     from companions.book import assign
 
-    autograder = Path(args.bundle) / args.chapter / "autograder" / f"{args.chapter}-autograder.zip"
-    if not autograder.is_file():
+    folder = Path(args.bundle) / args.chapter
+    if not (folder / "master.ipynb").is_file():
         print(
-            f"error: no autograder at {autograder}: "
+            f"error: no assignment at {folder}: "
             f"build it with 'python -m companions assign {args.chapter}'",
             file=sys.stderr,
         )
         return 2
-    if not Path(args.submission).is_file():
+    target = Path(args.submission)
+    if not target.exists():
         print(f"error: submission {args.submission!r} does not exist", file=sys.stderr)
         return 2
-    result = assign.grade(autograder, args.submission, out_dir=args.out)
-    print(result.table())
-    if args.json:
-        Path(args.json).write_text(
-            json.dumps(
-                {
-                    "chapter": args.chapter,
-                    "submission": str(args.submission),
-                    "scores": result.scores,
-                    "possible": result.possible,
-                    "total": result.total,
-                    "max_total": result.max_total,
-                },
-                indent=1,
+    limits = {}
+    if args.time_limit is not None:
+        limits["time_limit"] = args.time_limit
+    if args.memory is not None:
+        limits["memory"] = int(args.memory * 2**30)
+    if target.is_file():
+        result = assign.grade(folder, target, out_dir=args.out, **limits)
+        print(result.table())
+        if args.json:
+            Path(args.json).write_text(
+                json.dumps(
+                    {
+                        "chapter": args.chapter,
+                        "submission": str(args.submission),
+                        "scores": result.scores,
+                        "possible": result.possible,
+                        "status": result.outputs,
+                        "errors": list(result.errors),
+                        "total": result.total,
+                        "max_total": result.max_total,
+                    },
+                    indent=1,
+                )
             )
-        )
+        return 0
+
+    gradebook = Path(args.gradebook or f"gradebook-{args.chapter}.csv")
+    feedback = Path(args.feedback) if args.feedback else None
+    done = _read_gradebook(gradebook)
+    skip = {gradebook.resolve()}
+    if feedback is not None:
+        skip |= {p.resolve() for p in feedback.glob("*")} if feedback.is_dir() else set()
+    files = _submissions(target, skip)
+    todo = [p for p in files if p.name not in done]
+    questions = [t.question for t in assign.hidden_tests_of(folder)]
+    columns = ["student", "file", *questions, "total", "max_total", "status", "errors"]
+    if done and list(next(iter(done.values())).keys()) != columns:
+        print(f"error: {gradebook} has other columns; move it away to start over", file=sys.stderr)
+        return 2
+    if done:
+        print(f"resuming: {len(files) - len(todo)} of {len(files)} already in {gradebook}")
+    new_file = not gradebook.is_file()
+    gradebook.parent.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    count = {"n": len(files) - len(todo)}
+    with gradebook.open("a", newline="") as f:
+        writer = csv.writer(f)
+        if new_file:
+            writer.writerow(columns)
+            f.flush()
+
+        def record(result) -> None:
+            count["n"] += 1
+            writer.writerow(
+                [
+                    result.student,
+                    result.submission,
+                    *(f"{result.scores.get(q, 0.0):g}" for q in questions),
+                    f"{result.total:g}",
+                    f"{result.max_total:g}",
+                    "; ".join(f"{q}: {s}" for q, s in result.outputs.items()),
+                    "; ".join(result.errors),
+                ]
+            )
+            f.flush()
+            if feedback is not None:
+                feedback.mkdir(parents=True, exist_ok=True)
+                (feedback / f"{result.student}.txt").write_text(result.feedback() + "\n")
+            problem = f"  [{'; '.join(result.errors)}]" if result.errors else ""
+            print(
+                f"[{count['n']}/{len(files)}] {result.student}: "
+                f"{result.total:g} / {result.max_total:g}{problem} "
+                f"({time.monotonic() - start:.0f} s)",
+                flush=True,
+            )
+
+        try:
+            assign.grade_class(folder, todo, on_grade=record, **limits)
+        except KeyboardInterrupt:
+            print(
+                f"interrupted: {count['n']} of {len(files)} in {gradebook}; "
+                "run the same command again to grade the rest",
+                file=sys.stderr,
+            )
+            return 130
+    print(f"gradebook: {gradebook} ({len(files)} submissions)")
     return 0
 
 
@@ -530,19 +634,51 @@ def build_parser() -> argparse.ArgumentParser:
         default="smoke",
         help="the scale the student notebook runs at (default: smoke, so grading is quick)",
     )
+    p_asg.add_argument(
+        "--time-limit",
+        type=float,
+        default=None,
+        help="seconds a submission may run when graded (default: 600)",
+    )
+    p_asg.add_argument(
+        "--memory", type=float, default=None, help="GiB a submission may use (default: 4)"
+    )
     p_asg.set_defaults(func=cmd_assign)
 
     p_grd = sub.add_parser(
-        "grade", help="grade a submitted notebook with otter (no Docker): points per question"
+        "grade",
+        help="grade a submitted notebook, or a folder of them (a gradebook CSV): each runs "
+        "sandboxed, and only its answers are judged, in a kernel that never runs student code",
     )
     p_grd.add_argument("chapter", help="chapter id")
-    p_grd.add_argument("submission", help="the student's .ipynb")
+    p_grd.add_argument("submission", help="the student's .ipynb, or a folder of submissions")
     p_grd.add_argument(
         "--bundle", default="assignments", help="the folder 'assign' wrote (default: assignments)"
     )
-    p_grd.add_argument("--out", default=None, help="keep otter's results.json in this folder")
+    p_grd.add_argument("--out", default=None, help="one notebook: write results.json here")
     p_grd.add_argument(
-        "--json", default=None, help="write the points per question to this JSON file"
+        "--json", default=None, help="one notebook: write the points per question to this file"
+    )
+    p_grd.add_argument(
+        "--gradebook",
+        default=None,
+        help="a folder: the gradebook CSV, appended to and resumed (default: "
+        "gradebook-<chapter>.csv)",
+    )
+    p_grd.add_argument(
+        "--feedback", default=None, help="a folder: write <student>.txt feedback files here"
+    )
+    p_grd.add_argument(
+        "--time-limit",
+        type=float,
+        default=None,
+        help="seconds per submission (default: the assignment's, else 600)",
+    )
+    p_grd.add_argument(
+        "--memory",
+        type=float,
+        default=None,
+        help="GiB of memory per submission (default: the assignment's, else 4)",
     )
     p_grd.set_defaults(func=cmd_grade)
 

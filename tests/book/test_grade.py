@@ -1,0 +1,334 @@
+"""Grading a class (companions.book.judge, companions.book.sandbox, assign.grade_class, the CLI's
+grade on a folder): answers read back as data, never code; a submission that rebinds the checkers
+scores nothing; a notebook that loops, allocates without bound or writes outside its folder is
+stopped and reported; a folder gets a gradebook that resumes.
+
+The unit tests are quick. The class tests build one chapter's assignment (the quickest to run) and
+grade small notebooks of it; each notebook costs a kernel start.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+import sympy as sp
+
+from companions.book import answers, assign, cli, judge, sandbox
+from tests.book.test_chapters import _notebook
+
+
+# -- answers as data ------------------------------------------------------------------------------
+def dump(tmp_path, monkeypatch, **names) -> dict:
+    """Run the cell a submission ends with on ``names`` and read back what the grader would."""
+    monkeypatch.chdir(tmp_path)
+    namespace = dict(names)
+    exec(sandbox.DUMP_CELL, namespace)
+    return judge.load_answers(tmp_path / sandbox.ANSWERS)
+
+
+def test_answers_come_back_as_the_same_values(tmp_path, monkeypatch):
+    import torch
+
+    k, n = sp.symbols("k n", positive=True)
+    expression = n ** (-1 / (k + 1)) * sp.log(sp.Rational(1, 3)) + sp.pi * sp.factorial(k)
+    back = dump(
+        tmp_path,
+        monkeypatch,
+        answer_float=0.25,
+        answer_int=7,
+        answer_numpy=np.float64(1.5),
+        answer_array=np.arange(3.0),
+        answer_torch=torch.tensor([[1.0, 2.0]]),
+        answer_expr=expression,
+        answer_float_expr=sp.Float("1.25") * k,
+        answer_text="two",
+        answer_blank=...,
+        answer_function=lambda x: x,
+        other=3,
+    )
+    assert back["answer_float"] == 0.25 and back["answer_int"] == 7
+    assert back["answer_numpy"] == 1.5 and back["answer_array"] == [0.0, 1.0, 2.0]
+    assert back["answer_torch"] == [[1.0, 2.0]] and back["answer_text"] == "two"
+    assert answers.same_expression(back["answer_expr"], expression)
+    assert answers.same_expression(back["answer_float_expr"], 1.25 * k)
+    assert "answer_blank" not in back and "other" not in back  # ... is the blank placeholder
+    assert isinstance(back["answer_function"], judge.Unreadable)
+
+
+NESTED: list = [1]
+for _ in range(judge.MAX_DEPTH + 5):
+    NESTED = [NESTED]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"sympy": ["Function", ["Symbol", "f", {}]]},
+        {"sympy": ["__import__", ["Symbol", "os", {}]]},
+        {"sympy": ["Integer", "1" * 5000]},
+        {"sympy": ["Symbol", "x", {"positive": "__import__('os')"}, "extra"]},
+        {"sympy": ["Float", "__import__('os').system('true')", 53]},
+        {"code": "print(1)"},
+        NESTED,
+        [list(range(judge.MAX_NODES + 1))],
+    ],
+)
+def test_an_answer_outside_the_allowed_shapes_is_unreadable(value):
+    read = judge.read_answers(json.dumps({"answer_x": {"value": value}}))
+    assert isinstance(read["answer_x"], judge.Unreadable), read
+
+
+def test_text_is_never_evaluated_as_sympy(tmp_path):
+    target = tmp_path / "evaluated"
+    attack = f"__import__('pathlib').Path({str(target)!r}).touch()"
+    read = judge.read_answers(json.dumps({"answer_x": {"value": attack}}))
+    assert read["answer_x"] == attack
+    assert not answers.same_expression(read["answer_x"], sp.Symbol("x"))
+    judge_source = textwrap.dedent(f"""
+        import sympy as sp
+        import json
+        from companions.book import judge
+        judge.refuse_parsing()
+        assert sp.sympify("x + 1") == sp.Symbol("x") + 1  # the chapter's own text still parses
+        judge.read_answers(json.dumps({{"answer_x": {{"value": {attack!r}}}}}))
+        try:
+            sp.sympify({attack!r})
+        except ValueError as error:
+            print(error)
+    """)
+    done = subprocess.run([sys.executable, "-c", judge_source], capture_output=True, text=True)
+    assert not target.exists(), done.stdout + done.stderr
+    assert "does not parse a student's text" in done.stdout, done.stdout + done.stderr
+
+
+def test_a_file_that_is_not_answers_gives_none(tmp_path):
+    (tmp_path / "answers.json").symlink_to("/dev/zero")  # would never end, if read
+    assert judge.load_answers(tmp_path / "answers.json") == {}
+    assert judge.load_answers(tmp_path / "none.json") == {}
+    assert judge.read_answers("not json") == {}
+    assert judge.read_answers("[1, 2]") == {}
+    assert judge.read_answers(" " * (judge.MAX_BYTES + 1)) == {}
+    assert judge.read_answers(json.dumps({"os.system": {"value": 1}})) == {}
+
+
+# -- the audit hook -------------------------------------------------------------------------------
+def test_the_audit_hook_refuses_writes_outside_processes_and_its_own_removal(tmp_path):
+    scratch, outside = tmp_path / "scratch", tmp_path / "outside"
+    scratch.mkdir()
+    outside.mkdir()
+    (outside / "keep.txt").write_text("the teacher's file")
+    attempts = {
+        "write outside": f"open({str(outside / 'new.txt')!r}, 'w')",
+        "append outside": f"open({str(outside / 'keep.txt')!r}, 'a')",
+        "os.open outside": f"os.open({str(outside / 'new.txt')!r}, os.O_CREAT | os.O_WRONLY)",
+        "remove outside": f"os.remove({str(outside / 'keep.txt')!r})",
+        "rename outside": f"os.rename({str(outside / 'keep.txt')!r}, 'x')",
+        "symlink escape": "os.symlink('/etc', 'link'); open('link/../outside/new.txt', 'w')",
+        "subprocess": "subprocess.run(['true'])",
+        "os.system": "os.system('true')",
+        "fork": "os.fork()",
+        "chdir": "os.chdir('/')",
+        "another hook": "sys.addaudithook(lambda *a: print('HOOKED')); open('x2', 'w')",
+    }
+    script = textwrap.dedent(f"""
+        import os, subprocess, sys
+        from companions.book import sandbox
+        os.chdir({str(scratch)!r})
+        sandbox.install_audit_hook({str(scratch)!r})
+        open("inside.txt", "w").write("ok")
+        for name, code in {attempts!r}.items():
+            try:
+                exec(code)
+                print("ALLOWED", name)
+            except PermissionError:
+                pass
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    # A refused sys.addaudithook is silent (CPython swallows the error): the hook is just not added.
+    assert done.stdout.split() == ["ALLOWED", "another", "hook"], done.stdout
+    assert (scratch / "inside.txt").read_text() == "ok"
+    assert sorted(p.name for p in outside.iterdir()) == ["keep.txt"]
+    assert (outside / "keep.txt").read_text() == "the teacher's file"
+
+
+# -- a class ------------------------------------------------------------------------------------
+CHAPTER = "fourier-max-margin"
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory):
+    out = tmp_path_factory.mktemp("assignments")
+    return assign.build_assignment(CHAPTER, _notebook(CHAPTER), out, scale="smoke")
+
+
+def small_notebook(path: Path, *cells: str, chapter: str = CHAPTER) -> Path:
+    """A submission of ``chapter`` with only these code cells (quick to run)."""
+    nb = nbformat.v4.new_notebook(metadata={"otter": {"assignment_name": chapter}})
+    nb.cells = [nbformat.v4.new_code_cell(textwrap.dedent(c)) for c in cells]
+    nbformat.write(nb, path)
+    return path
+
+
+def answer_names(bundle) -> list[str]:
+    return sorted({a for t in assign.hidden_tests_of(bundle.folder) for a in t.answers})
+
+
+JUNK = "import sympy as sp\n" + "{names} = " + "sp.Symbol('junk') * 0 + 1"
+CHEATS = {
+    "checkers": """
+        import companions.book.answers as _a
+        _a.close_to = lambda *a, **k: True
+        _a.same_expression = lambda *a, **k: True
+    """,
+    "simplify": """
+        import sympy
+        sympy.simplify = lambda *a, **k: 0
+    """,
+    "isclose": """
+        import math
+        math.isclose = lambda *a, **k: True
+    """,
+    "float": """
+        import builtins
+        class AnyFloat(float):
+            def __sub__(self, other): return 0.0
+            def __rsub__(self, other): return 0.0
+        builtins.float = AnyFloat
+    """,
+    "sys.modules": """
+        import sys, types
+        fake = types.ModuleType("companions.book.answers")
+        fake.close_to = fake.same_expression = lambda *a, **k: True
+        sys.modules["companions.book.answers"] = fake
+    """,
+    "equals everything": """
+        class Everything:
+            def __eq__(self, other): return True
+            def __float__(self): return 0.0
+        {names} = Everything()
+    """,
+}
+
+
+def test_a_class_is_graded_and_no_cheat_scores(bundle, tmp_path):
+    names = answer_names(bundle)
+    junk = JUNK.format(names=" = ".join(names))
+    blank = nbformat.read(bundle.student, 4)
+    for code in CHEATS.values():
+        code = code.replace("{names}", " = ".join(names))
+        blank.cells.append(nbformat.v4.new_code_cell(textwrap.dedent(code)))
+    blank.cells.append(nbformat.v4.new_code_cell(junk))
+    nbformat.write(blank, tmp_path / "all-cheats.ipynb")
+    cheats = [
+        small_notebook(
+            tmp_path / f"cheat-{i}.ipynb",
+            junk,
+            code.replace("{names}", " = ".join(names)),
+        )
+        for i, code in enumerate(CHEATS.values())
+    ]
+    (tmp_path / "empty.ipynb").write_text("")
+    (tmp_path / "notes.txt").write_text("not a notebook")
+    other = small_notebook(tmp_path / "other.ipynb", "answer_x = 1", chapter="looped-gd")
+    grades = assign.grade_class(
+        bundle.folder,
+        [
+            bundle.solution,
+            tmp_path / "all-cheats.ipynb",
+            *cheats,
+            tmp_path / "empty.ipynb",
+            tmp_path / "notes.txt",
+            other,
+        ],
+    )
+    full, everything, *rest = grades
+    assert full.total == full.max_total == 8, full.table()
+    assert set(full.outputs.values()) == {"correct"}
+    assert everything.total == 0, everything.table()
+    for name, grade in zip(CHEATS, rest[: len(CHEATS)]):
+        assert grade.total == 0, (name, grade.table())
+        assert not grade.errors, (name, grade.errors)
+    assert set(rest[0].outputs.values()) == {"wrong"}  # junk answers are wrong, not missing
+    assert set(rest[len(CHEATS) - 1].outputs.values()) == {"malformed"}  # not data
+    empty, notes, wrong_chapter = rest[len(CHEATS) :]
+    assert empty.total == notes.total == wrong_chapter.total == 0
+    assert "empty file" in empty.errors[0]
+    assert "not a notebook" in notes.errors[0]
+    assert "wrong chapter" in wrong_chapter.errors[0]
+    for grade in grades:  # feedback names the status, never the expected value
+        assert "junk" not in grade.feedback() and "gamma" not in grade.feedback().split(":")[-1]
+
+
+NUMBERS = "answer_width = 6\nanswer_raw_margin = 1.0\nanswer_normalized_margin = 1.0"
+
+
+def test_limits_stop_a_submission_and_the_class_goes_on(bundle, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    loop = small_notebook(
+        tmp_path / "loop.ipynb", NUMBERS, "while True:\n    pass", "answer_gamma = 1"
+    )
+    deaf = small_notebook(
+        tmp_path / "deaf.ipynb",
+        "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass",
+    )
+    memory = small_notebook(
+        tmp_path / "memory.ipynb", "import numpy as np\nx = np.ones(2 * 10**9)", NUMBERS
+    )
+    writes = small_notebook(
+        tmp_path / "writes.ipynb",
+        f"open({str(outside / 'pwned.txt')!r}, 'w').write('x')",
+        "import subprocess\nsubprocess.run(['touch', " + repr(str(outside / "p2")) + "])",
+        NUMBERS,
+    )
+    fine = small_notebook(tmp_path / "fine.ipynb", NUMBERS)
+    grades = assign.grade_class(
+        bundle.folder, [loop, deaf, memory, writes, fine], time_limit=10, memory=3 << 30
+    )
+    by_name = {g.student: g for g in grades}
+    assert any("time limit" in e for e in by_name["loop"].errors), by_name["loop"].errors
+    assert by_name["loop"].outputs["fourier-ex-construction-numbers"] == "wrong"  # computed before
+    assert by_name["loop"].outputs["fourier-ex-gamma-derive"] == "missing"  # never computed
+    assert by_name["deaf"].total == 0 and "time limit" in by_name["deaf"].errors[0]
+    assert any("memory" in e for e in by_name["memory"].errors), by_name["memory"].errors
+    assert by_name["memory"].outputs["fourier-ex-construction-numbers"] == "wrong"
+    assert any("refused" in e for e in by_name["writes"].errors), by_name["writes"].errors
+    assert list(outside.iterdir()) == []
+    assert by_name["fine"].outputs["fourier-ex-construction-numbers"] == "wrong"
+    assert not by_name["fine"].errors
+
+
+def test_the_cli_grades_a_folder_into_a_gradebook_and_resumes(bundle, tmp_path, capsys):
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    names = answer_names(bundle)
+    small_notebook(folder / "ann.ipynb", "answer_width = 6")
+    small_notebook(folder / "bob.ipynb", JUNK.format(names=" = ".join(names)))
+    (folder / "cat.ipynb").write_text("{")
+    book = tmp_path / "gradebook.csv"
+    common = ["--bundle", str(bundle.folder.parent), "--gradebook", str(book)]
+    common += ["--feedback", str(tmp_path / "feedback")]
+    assert cli.main(["grade", CHAPTER, str(folder), *common]) == 0
+    out = capsys.readouterr().out
+    assert "[3/3]" in out
+    rows = list(csv.DictReader(book.open()))
+    assert [r["student"] for r in rows] == ["ann", "bob", "cat"]
+    assert rows[0]["total"] == "0" and "not a notebook" in rows[2]["errors"]
+    assert "missing" in rows[0]["status"] and "wrong" in rows[1]["status"]
+    feedback = (tmp_path / "feedback" / "bob.txt").read_text()
+    assert "not correct" in feedback
+    # a new submission arrives: only it is graded
+    small_notebook(folder / "dan.ipynb", "x = 1")
+    assert cli.main(["grade", CHAPTER, str(folder), *common]) == 0
+    out = capsys.readouterr().out
+    assert "resuming: 3 of 4" in out and "[4/4] dan" in out
+    assert [r["student"] for r in csv.DictReader(book.open())] == ["ann", "bob", "cat", "dan"]
