@@ -14,6 +14,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from fractions import Fraction
 from pathlib import Path
 
 import nbformat
@@ -50,6 +51,7 @@ def test_answers_come_back_as_the_same_values(tmp_path, monkeypatch):
         answer_expr=expression,
         answer_float_expr=sp.Float("1.25") * k,
         answer_text="two",
+        answer_fraction=Fraction(-5, 8),
         answer_blank=...,
         answer_function=lambda x: x,
         other=3,
@@ -57,6 +59,8 @@ def test_answers_come_back_as_the_same_values(tmp_path, monkeypatch):
     assert back["answer_float"] == 0.25 and back["answer_int"] == 7
     assert back["answer_numpy"] == 1.5 and back["answer_array"] == [0.0, 1.0, 2.0]
     assert back["answer_torch"] == [[1.0, 2.0]] and back["answer_text"] == "two"
+    assert back["answer_fraction"] == Fraction(-5, 8)
+    assert isinstance(back["answer_fraction"], Fraction)
     assert answers.same_expression(back["answer_expr"], expression)
     assert answers.same_expression(back["answer_float_expr"], 1.25 * k)
     assert "answer_blank" not in back and "other" not in back  # ... is the blank placeholder
@@ -77,6 +81,9 @@ for _ in range(judge.MAX_DEPTH + 5):
         {"sympy": ["Symbol", "x", {"positive": "__import__('os')"}, "extra"]},
         {"sympy": ["Float", "__import__('os').system('true')", 53]},
         {"code": "print(1)"},
+        {"fraction": ["1", "0"]},
+        {"fraction": ["1", "2.5"]},
+        {"fraction": ["__import__('os')", "1"]},
         NESTED,
         [list(range(judge.MAX_NODES + 1))],
     ],

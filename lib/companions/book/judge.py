@@ -18,6 +18,7 @@ import json
 import queue
 import re
 import threading
+from fractions import Fraction
 from pathlib import Path
 
 #: The most a student's answers file may hold, and the most values in it (sympy nodes included).
@@ -121,6 +122,13 @@ class _Refusal(ValueError):
     pass
 
 
+def _integer(text) -> int:
+    """An integer written in decimal digits (a fraction's numerator or denominator), bounded."""
+    if not (isinstance(text, str) and 0 < len(text) <= 4000 and text.lstrip("-").isdigit()):
+        raise _Refusal("malformed fraction")
+    return int(text)
+
+
 class _Reader:
     def __init__(self):
         self.nodes = 0
@@ -151,6 +159,11 @@ class _Reader:
                 real, imag = body
                 if isinstance(real, (int, float)) and isinstance(imag, (int, float)):
                     return complex(real, imag)
+            if kind == "fraction" and isinstance(body, list) and len(body) == 2:
+                numerator, denominator = _integer(body[0]), _integer(body[1])
+                if denominator == 0:
+                    raise _Refusal("malformed fraction")
+                return Fraction(numerator, denominator)
             if kind == "dict" and isinstance(body, list):
                 out = {}
                 for item in body:

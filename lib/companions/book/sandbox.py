@@ -31,7 +31,8 @@ REPORT = "report.json"
 KEEP_ENV = ("PATH", "PYTHONPATH", "LANG", "LC_ALL", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "TZ")
 
 #: The cell appended to a submission: every ``answer_*`` name as JSON data. Numbers, strings, lists,
-#: numpy/torch values (``tolist``), complex numbers, sympy expressions as a tree of class names.
+#: numpy/torch values (``tolist``), complex numbers, exact fractions, sympy expressions as a tree of
+#: class names.
 #: It runs in the student's kernel, so its output is data to check, never code to trust.
 DUMP_CELL = r"""
 def __companions_dump():
@@ -58,6 +59,8 @@ def __companions_dump():
             return v
         if isinstance(v, complex):
             return {"complex": [v.real, v.imag]}
+        if type(v).__module__ == "fractions" and type(v).__name__ == "Fraction":
+            return {"fraction": [str(v.numerator), str(v.denominator)]}
         module = type(v).__module__.split(".")[0]
         if module == "sympy":
             return {"sympy": tree(v)}
