@@ -339,3 +339,68 @@ def test_the_cli_grades_a_folder_into_a_gradebook_and_resumes(bundle, tmp_path, 
     out = capsys.readouterr().out
     assert "resuming: 3 of 4" in out and "[4/4] dan" in out
     assert [r["student"] for r in csv.DictReader(book.open())] == ["ann", "bob", "cat", "dan"]
+
+
+def test_wrong_answers_are_the_answers_a_one_percent_off_notebook_would_export(
+    tmp_path, monkeypatch
+):
+    """wrong_answers edits exported JSON; it must match what the kernel's own dump cell exports
+    for the same values times 1.01, for every kind of answer the dump cell writes."""
+    import fractions
+
+    import sympy as sp
+
+    from companions.book import judge, sandbox
+
+    x = sp.Symbol("x", positive=True)
+    values = {
+        "answer_int": 6,
+        "answer_float": 1.5,
+        "answer_zero": 0.0,
+        "answer_fraction": fractions.Fraction(3, 7),
+        "answer_list": [1, 2.5, fractions.Fraction(1, 3)],
+        "answer_complex": 1 + 2j,
+        "answer_expression": 2 * x / 3,
+        "answer_dict": {1: 0.25},
+    }
+    off = {
+        "answer_int": 6 * 1.01,
+        "answer_float": 1.5 * 1.01,
+        "answer_zero": 0.01,
+        "answer_fraction": fractions.Fraction(3, 7) * fractions.Fraction(101, 100),
+        "answer_list": [1.01, 2.5 * 1.01, fractions.Fraction(101, 300)],
+        "answer_complex": complex(1.01, 2.02),
+        "answer_expression": sp.Rational(101, 100) * 2 * x / 3,
+        "answer_dict": {1: 0.25 * 1.01},
+    }
+
+    def dump(answers: dict, folder: Path) -> Path:
+        folder.mkdir()
+        monkeypatch.chdir(folder)
+        exec(sandbox.DUMP_CELL, dict(answers))
+        return folder / sandbox.ANSWERS
+
+    exported = dump(values, tmp_path / "right")
+    expected = judge.read_answers(dump(off, tmp_path / "off").read_text())
+    names = [n for n in values if n != "answer_dict"]
+    made = judge.read_answers(
+        assign.wrong_answers(exported, [*names, "answer_dict"], tmp_path / "w.json").read_text()
+    )
+    assert set(made) == set(expected)
+    for name in values:
+        got, want = made[name], expected[name]
+        if name == "answer_expression":
+            assert (
+                sp.simplify(got - want) == 0
+                and got != judge.read_answers(exported.read_text())[name]
+            )
+        elif name == "answer_complex":
+            assert got == pytest.approx(want)
+        else:
+            assert got == want, name
+    untouched = judge.read_answers(
+        assign.wrong_answers(exported, ["answer_int"], tmp_path / "one.json").read_text()
+    )
+    assert untouched["answer_float"] == 1.5 and untouched["answer_int"] == 6 * 1.01
+    with pytest.raises(assign.AssignmentError, match="answer_nothing"):
+        assign.wrong_answers(exported, ["answer_nothing"], tmp_path / "x.json")

@@ -615,6 +615,105 @@ def limits_of(bundle) -> dict:
     return limits
 
 
+class Grader:
+    """One grading session of a chapter's class: the judge (a kernel that ran the solution once,
+    and never runs student code) stays up while any number of submissions are graded.
+
+    :meth:`grade` executes a submitted notebook in its own scratch folder, under the time and
+    memory limits, with :mod:`companions.book.sandbox`'s audit hook; only its ``answer_*`` values
+    come back, as data, and :class:`companions.book.judge.Judge` runs the hidden tests on them.
+    :meth:`grade_answers` judges answers exported earlier (``keep_answers=`` of :meth:`grade`), so
+    a regrade need not run the notebook again. Use it as a context manager."""
+
+    def __init__(self, bundle, *, time_limit: float | None = None, memory: int | None = None):
+        from companions.book import judge as judge_mod
+
+        self.folder = _bundle_folder(bundle).resolve()
+        limits = limits_of(self.folder)
+        self.time_limit = limits["time_limit"] if time_limit is None else time_limit
+        self.memory = limits["memory"] if memory is None else memory
+        master = self.folder / "master.ipynb"
+        solutions = sorted((self.folder / "solution").glob("*.ipynb"))
+        if not master.is_file() or len(solutions) != 1:
+            raise FileNotFoundError(
+                f"no assignment bundle (master.ipynb, solution/) in {self.folder}"
+            )
+        self.solution = solutions[0]
+        self.chapter = self.solution.stem
+        self.tests = judge_mod.hidden_tests(nbformat.read(master, as_version=4))
+        self.possible = {t.question: t.points for t in self.tests}
+        self._judge = None
+        self._count = 0
+        self._tmp = tempfile.TemporaryDirectory(prefix="grade-")
+
+    def __enter__(self) -> Grader:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._judge is not None:
+            self._judge.close()
+            self._judge = None
+        self._tmp.cleanup()
+
+    def _judge_started(self):
+        from companions.book import judge as judge_mod
+
+        if self._judge is None:  # the solution runs while the first submission does
+            judge_dir = Path(self._tmp.name) / "judge"
+            judge_dir.mkdir()
+            self._judge = judge_mod.Judge(self.solution, self.tests, judge_dir)
+        return self._judge
+
+    def grade(self, submission: str | Path, *, keep_answers: str | Path | None = None) -> Grade:
+        """Run and judge one submitted notebook; a bad submission scores zero, with the reason in
+        the grade's ``errors``. ``keep_answers``: copy the answers it exported to this file."""
+        submission = Path(submission)
+        errors: list[str] = []
+        try:
+            check_submission(submission, self.chapter, self.tests)
+        except BadSubmission as error:
+            return self._grade(None, submission, [f"bad submission: {error}"], judged=False)
+        judge = self._judge_started()
+        self._count += 1
+        scratch = Path(self._tmp.name) / f"s{self._count}"
+        errors += _execute(submission.resolve(), scratch, self.time_limit, self.memory)
+        answers = scratch / "answers.json"
+        try:
+            if keep_answers is not None and answers.is_file() and not answers.is_symlink():
+                shutil.copyfile(answers, keep_answers)
+            return self._grade(answers if answers.is_file() else None, submission, errors, judge)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    def grade_answers(self, answers: str | Path, *, student: str = "") -> Grade:
+        """Judge answers exported earlier by a graded submission (no notebook is run)."""
+        answers = Path(answers)
+        if not answers.is_file():
+            raise FileNotFoundError(f"answers: no such file {answers}")
+        return self._grade(answers, answers, [], self._judge_started(), student=student)
+
+    def _grade(self, answers, submission: Path, errors, judge=None, *, judged=True, student=""):
+        from companions.book import judge as judge_mod
+
+        if judged:
+            verdicts = judge.judge(answers)
+        else:
+            verdicts = {t.question: judge_mod.Verdict("missing") for t in self.tests}
+        possible = self.possible
+        return Grade(
+            {q: (possible[q] if verdicts[q].status == "correct" else 0.0) for q in possible},
+            dict(possible),
+            {q: verdicts[q].status for q in possible},
+            student=student or submission.stem,
+            submission=submission.name,
+            errors=tuple(errors),
+            notes={q: verdicts[q].note for q in possible if verdicts[q].note},
+        )
+
+
 def grade_class(
     bundle,
     submissions: Iterable[str | Path],
@@ -623,67 +722,14 @@ def grade_class(
     memory: int | None = None,
     on_grade=None,
 ) -> list[Grade]:
-    """Grade submissions of one chapter. Each is executed in its own scratch folder, under the
-    time and memory limits, with :mod:`companions.book.sandbox`'s audit hook; only its
-    ``answer_*`` values come back, as data, and :class:`companions.book.judge.Judge` (a kernel that
-    ran the solution once, and never student code) runs the hidden tests on them. A bad submission
-    is reported in its :class:`Grade` and scores zero; ``on_grade(grade)`` is called after each."""
-    from companions.book import judge as judge_mod
-
-    folder = _bundle_folder(bundle).resolve()
-    limits = limits_of(folder)
-    time_limit = limits["time_limit"] if time_limit is None else time_limit
-    memory = limits["memory"] if memory is None else memory
-    master = folder / "master.ipynb"
-    solutions = sorted((folder / "solution").glob("*.ipynb"))
-    if not master.is_file() or len(solutions) != 1:
-        raise FileNotFoundError(f"no assignment bundle (master.ipynb, solution/) in {folder}")
-    chapter = solutions[0].stem
-    tests = judge_mod.hidden_tests(nbformat.read(master, as_version=4))
-    possible = {t.question: t.points for t in tests}
+    """Grade submissions of one chapter in one :class:`Grader` session (the solution runs once);
+    ``on_grade(grade)`` is called after each."""
     grades = []
-    with tempfile.TemporaryDirectory(prefix="grade-") as tmp:
-        judge_dir = Path(tmp) / "judge"
-        judge_dir.mkdir()
-        judge = None
-        try:
-            for i, submission in enumerate(map(Path, submissions)):
-                student = submission.stem
-                errors: list[str] = []
-                answers = None
-                try:
-                    check_submission(submission, chapter, tests)
-                except BadSubmission as error:
-                    errors.append(f"bad submission: {error}")
-                else:
-                    if judge is None:  # the solution runs while the first submission does
-                        judge = judge_mod.Judge(solutions[0], tests, judge_dir)
-                    scratch = Path(tmp) / f"s{i}"
-                    errors += _execute(submission.resolve(), scratch, time_limit, memory)
-                    answers = scratch / "answers.json"
-                if answers is None:
-                    verdicts = {t.question: judge_mod.Verdict("missing") for t in tests}
-                else:
-                    verdicts = judge.judge(answers if answers.is_file() else None)
-                    shutil.rmtree(answers.parent, ignore_errors=True)
-                result = Grade(
-                    {
-                        q: (possible[q] if verdicts[q].status == "correct" else 0.0)
-                        for q in possible
-                    },
-                    dict(possible),
-                    {q: verdicts[q].status for q in possible},
-                    student=student,
-                    submission=submission.name,
-                    errors=tuple(errors),
-                    notes={q: verdicts[q].note for q in possible if verdicts[q].note},
-                )
-                grades.append(result)
-                if on_grade is not None:
-                    on_grade(result)
-        finally:
-            if judge is not None:
-                judge.close()
+    with Grader(bundle, time_limit=time_limit, memory=memory) as grader:
+        for submission in submissions:
+            grades.append(grader.grade(submission))
+            if on_grade is not None:
+                on_grade(grades[-1])
     return grades
 
 
@@ -732,6 +778,44 @@ def wrong_submission(solution: str | Path, question: str, out: str | Path) -> Pa
             f"question {question!r}: no 'name = value  # SOLUTION' line to make wrong in {solution}"
         )
     nbformat.write(nb, Path(out))
+    return Path(out)
+
+
+def _off_by_one_percent(data, name: str):
+    """An exported answer value (the JSON of :func:`companions.book.judge.read_answers`) made 1 %
+    larger; a zero becomes 0.01."""
+    if isinstance(data, bool) or data is None or isinstance(data, str):
+        raise AssignmentError(f"answer {name!r}: a {type(data).__name__} cannot be made 1 % off")
+    if isinstance(data, (int, float)):
+        return data * 1.01 if data else 0.01
+    if isinstance(data, list):
+        return [_off_by_one_percent(x, name) for x in data]
+    ((kind, body),) = data.items()
+    if kind == "fraction":
+        return {"fraction": [str(int(body[0]) * 101), str(int(body[1]) * 100)]}
+    if kind == "complex":
+        return {"complex": [_off_by_one_percent(x, name) for x in body]}
+    if kind == "dict":
+        return {"dict": [[k, _off_by_one_percent(v, name)] for k, v in body]}
+    if kind == "sympy":
+        return {"sympy": ["Mul", ["Rational", "101", "100"], body]}
+    raise AssignmentError(f"answer {name!r}: unknown exported kind {kind!r}")
+
+
+def wrong_answers(answers: str | Path, names: Iterable[str], out: str | Path) -> Path:
+    """A copy of exported answers (``keep_answers=`` of :meth:`Grader.grade`) where the answers
+    ``names`` are off by 1 %, as :func:`wrong_submission` makes them, without running the notebook
+    again: judged with :meth:`Grader.grade_answers`, exactly the question reading them loses its
+    points."""
+    data = json.loads(Path(answers).read_text())
+    names = list(names)
+    for name in names:
+        if name not in data or set(data[name]) != {"value"}:
+            raise AssignmentError(f"answer {name!r} is not among the readable answers in {answers}")
+        data[name] = {"value": _off_by_one_percent(data[name]["value"], name)}
+    if not names:
+        raise AssignmentError("wrong_answers: no answer named")
+    Path(out).write_text(json.dumps(data))
     return Path(out)
 
 
