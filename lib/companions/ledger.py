@@ -40,6 +40,26 @@ KINDS = ("identity", "bound", "prediction", "reproduction", "erratum")
 #: Every status a claim can have, in the order the book's tables list them.
 STATUSES = ("holds", "reproduced", "differs", "inconclusive", "fails")
 LEDGER_ENV = "BOOK_LEDGER_DIR"
+#: Where the tests keep the chapters' smoke-scale ledgers, when set (CI sets it, so that the book
+#: build can show the smoke and default ledgers side by side).
+SMOKE_LEDGER_ENV = "BOOK_SMOKE_LEDGER_DIR"
+
+
+def peak_memory_mb() -> float | None:
+    """The peak resident memory of this process so far, in MiB (``ru_maxrss``; None where the
+    platform has no ``resource`` module)."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(peak / (2**20 if sys.platform == "darwin" else 2**10), 1)  # bytes on macOS
+
+
+def _torch_threads() -> int | None:
+    """torch's intra-op threads in this process (None if torch was never imported)."""
+    torch = sys.modules.get("torch")
+    return torch.get_num_threads() if torch is not None else None
 
 
 class ClaimFailed(AssertionError):
@@ -102,6 +122,7 @@ class Ledger:
         self.dir = Path(ledger_dir or cfg.get("ledger_dir") or default_dir())
         self.claims: list[dict] = []
         self._start = time.perf_counter()
+        self._cpu_start = time.process_time()  # every thread of this process, so robust to load
 
     # -- recording ---------------------------------------------------------------------------
     def _add(self, claim: dict) -> dict:
@@ -222,6 +243,9 @@ class Ledger:
             "device": str(self.device),
             "params": _plain(self.params),
             "wall_seconds": round(time.perf_counter() - self._start, 3),
+            "cpu_seconds": round(time.process_time() - self._cpu_start, 3),
+            "peak_memory_mb": peak_memory_mb(),
+            "threads": _torch_threads(),
             "python": sys.executable,
             "claims": self.claims,
         }

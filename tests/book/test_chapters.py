@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import subprocess
 import sys
@@ -23,12 +24,11 @@ from papermill.exceptions import PapermillExecutionError
 
 import companions
 from companions.book.cli import ChapterExecutionError, execute_chapter
-from companions.ledger import CHECK_KINDS, COMPARE_KINDS
+from companions.ledger import CHECK_KINDS, COMPARE_KINDS, SMOKE_LEDGER_ENV
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = {"book/intro", "book/ledger"}  # toc entries that are not chapters
+PAGES = {"book/intro", "book/ledger", "book/costs"}  # toc entries that are not chapters
 LEDGER_PAGE = ROOT / "book" / "ledger.md"
-SMOKE_SECONDS = 60
 CLAIM_KEYS = {"id", "source", "kind", "status", "expected", "observed", "tolerance", "note"}
 LEDGER_KEYS = {"chapter", "scale", "seed", "device", "params", "wall_seconds", "python", "claims"}
 REQUIRED_PARAMETERS = ("scale", "device", "seed", "ledger_dir")
@@ -180,8 +180,12 @@ def test_no_ipynb_twin_is_committed(chapter_id):
 # ---------------------------------------------------------------------------------------------
 @pytest.fixture(scope="session")
 def smoke_runs(tmp_path_factory):
-    """Run each chapter once per session into one shared ledger folder (``smoke_runs.folder``)."""
-    folder = tmp_path_factory.mktemp("smoke-ledgers")
+    """Run each chapter once per session into one shared ledger folder (``smoke_runs.folder``):
+    ``$BOOK_SMOKE_LEDGER_DIR`` where it is set (CI keeps them for the page "What each scale
+    costs"), else a temporary folder."""
+    kept = os.environ.get(SMOKE_LEDGER_ENV)
+    folder = Path(kept) if kept else tmp_path_factory.mktemp("smoke-ledgers")
+    folder.mkdir(parents=True, exist_ok=True)
     results: dict[str, object] = {}
 
     def run(chapter_id: str) -> tuple[Path, Path]:
@@ -209,7 +213,10 @@ def test_chapter_runs_at_smoke_scale(smoke_runs, chapter_id):
     assert LEDGER_KEYS <= set(ledger), f"ledger lacks {LEDGER_KEYS - set(ledger)}"
     assert ledger["chapter"] == chapter_id and ledger["scale"] == "smoke"
     assert ledger["device"] == "cpu" and ledger["seed"] == 0
-    assert ledger["wall_seconds"] < SMOKE_SECONDS, f"smoke scale took {ledger['wall_seconds']} s"
+    # The budget (smoke under 60 s on 2 cores) is reported, not asserted: a time taken beside other
+    # tests says little. `python -m companions ledger --budgets` and the page "What each scale
+    # costs" show each chapter's time against it.
+    assert ledger["wall_seconds"] > 0
     # the kernel ran this environment's Python (a foreign user-level 'python3' kernel would not)
     assert Path(ledger["python"]).is_relative_to(Path(sys.prefix).absolute()), (
         f"the chapter ran in {ledger['python']}, outside {sys.prefix}: register the kernel with "

@@ -147,9 +147,9 @@ def _text(html: str) -> str:
 # sphinx_ledger
 # -------------------------------------------------------------------------------------------------
 def test_ledger_page_is_read_last_and_always():
-    docs = ["book/a", SL.LEDGER_DOC, "book/z"]
+    docs = ["book/a", "book/costs", SL.LEDGER_DOC, "book/z"]
     SL._ledger_last(None, None, docs)
-    assert docs == ["book/a", "book/z", SL.LEDGER_DOC]
+    assert docs == ["book/a", "book/z", SL.LEDGER_DOC, "book/costs"]
     env = SimpleNamespace(
         found_docs={"book/a", SL.LEDGER_DOC, "book/intro"}, companions_summary_docs={"book/intro"}
     )

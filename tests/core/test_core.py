@@ -7,6 +7,7 @@ on any real chapter's presets.
 from __future__ import annotations
 
 import json
+import os
 import random
 import sys
 
@@ -406,7 +407,11 @@ def test_ledger_json_is_strict_and_complete(led, tmp_path):
     )
     assert data["params"] == {"n": 2, "lr": 0.5, "mode": "a", "sizes": [1, 2]}
     assert data["python"] == sys.executable
-    assert data["wall_seconds"] >= 0
+    assert data["wall_seconds"] >= 0 and data["cpu_seconds"] >= 0
+    # ru_maxrss in MiB: at least the 64 MiB array this process holds, at most the machine's memory
+    block = np.ones(64 * 2**20 // 8)
+    peak = led.as_dict()["peak_memory_mb"]
+    assert block.all() and 64 <= peak < os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     by_id = {c["id"]: c for c in data["claims"]}
     assert by_id["nan-gap"]["observed"] == "nan" and by_id["nan-gap"]["status"] == "fails"
     assert (by_id["inf"]["expected"], by_id["inf"]["observed"]) == ("inf", "-inf")

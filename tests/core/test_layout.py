@@ -198,3 +198,10 @@ def test_core_and_topics_use_only_declared_dependencies():
             f"{module} imports {sorted(extra)}, which pyproject.toml does not declare as a "
             "dependency of running a chapter"
         )
+
+
+def test_test_workers_share_the_cores_out():
+    from tests.conftest import worker_threads
+
+    assert [worker_threads(2, n) for n in (1, 2, 4)] == [2, 1, 1]
+    assert worker_threads(8, 3) == 2 and worker_threads(1, 0) == 1

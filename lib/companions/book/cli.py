@@ -517,6 +517,19 @@ def cmd_grade(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_build(args: argparse.Namespace) -> int:
+    import os
+
+    from companions.book import build
+
+    jobs = args.jobs if args.jobs is not None else (os.cpu_count() or 1)
+    if jobs < 1:
+        print(f"error: 'jobs' must be at least 1, not {jobs}", file=sys.stderr)
+        return 2
+    extra = [a for a in args.extra if a != "--"]
+    return build.build(repository_root(), jobs, extra)
+
+
 def cmd_student_edition(args: argparse.Namespace) -> int:
     """Build the book without solutions: a complete copy of ``_config.yml`` with
     ``companions_student_edition`` set (``--config`` replaces the configuration, it does not add to
@@ -566,7 +579,9 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(
-        dest="command", required=True, metavar="{list,run,ledger,assign,grade,student-edition}"
+        dest="command",
+        required=True,
+        metavar="{list,run,ledger,assign,grade,build,student-edition}",
     )
 
     p_list = sub.add_parser(
@@ -681,6 +696,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="GiB of memory per submission (default: the assignment's, else 4)",
     )
     p_grd.set_defaults(func=cmd_grade)
+
+    p_bld = sub.add_parser(
+        "build",
+        help="build the book as 'jupyter-book build .' does, its chapters executed side by side "
+        "first (faster on several cores); arguments after the options go to jupyter-book",
+    )
+    p_bld.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help="chapters executed at once (default: the number of cores)",
+    )
+    p_bld.add_argument("extra", nargs=argparse.REMAINDER, help="jupyter-book build options")
+    p_bld.set_defaults(func=cmd_build)
 
     p_stu = sub.add_parser("student-edition", help="build the book with the solutions hidden")
     p_stu.add_argument(

@@ -1,6 +1,7 @@
 """Sphinx extension: the book's ledger in the rendered pages.
 
-1. The ledger page (``book/ledger``) is read after every chapter, and always re-read. Sphinx reads
+1. The ledger page (``book/ledger``) and the page of costs (``book/costs``) are read after every
+   chapter, and always re-read. Sphinx reads
    documents in sorted order, and myst-nb executes a notebook when it reads it, so without this the
    ledger page would gather the chapters' ledgers before some of the chapters ran.
 2. Every chapter page (a ``_toc.yml`` entry declared with ``register_chapter``) gets a banner under
@@ -31,6 +32,8 @@ from sphinx.util.docutils import SphinxDirective
 from companions.ledger import STATUSES
 
 LEDGER_DOC = "book/ledger"
+#: Pages that gather what the chapters wrote: read after every chapter, and always re-read.
+GATHERING_DOCS = (LEDGER_DOC, "book/costs")
 SCALE_MEANING = {
     "smoke": "the test scale: tiny sizes, a quick check, its numbers are rough",
     "default": "the book's scale: small sizes that run on a laptop CPU",
@@ -77,15 +80,15 @@ def status_counts(led: dict) -> dict:
 # 1. The ledger page last
 # -------------------------------------------------------------------------------------------------
 def _ledger_last(app, env, docnames):
-    if LEDGER_DOC in docnames:
-        docnames.remove(LEDGER_DOC)
-        docnames.append(LEDGER_DOC)
+    for doc in GATHERING_DOCS:
+        if doc in docnames:
+            docnames.remove(doc)
+            docnames.append(doc)
 
 
 def _always_outdated(app, env, added, changed, removed):
     docs = set(getattr(env, "companions_summary_docs", set()))
-    if LEDGER_DOC in env.found_docs:
-        docs.add(LEDGER_DOC)
+    docs.update(doc for doc in GATHERING_DOCS if doc in env.found_docs)
     return sorted(docs & env.found_docs)
 
 
@@ -130,6 +133,9 @@ def _read_ledger(app, docname: str, chapter) -> dict | None:
         )
         return None
     started = getattr(app.env, "companions_read_started", {}).get(docname)
+    executed_since = os.environ.get("BOOK_EXECUTED_SINCE")  # set by companions.book.build
+    if started is not None and executed_since:
+        started = min(started, float(executed_since))
     if started is not None and path.stat().st_mtime < started - 1.0:
         logger.warning(
             f"the ledger {path} is older than this build's run of chapter {chapter.id!r} "

@@ -1,0 +1,164 @@
+"""Build the book with its chapters executed side by side first (``python -m companions build``).
+
+``jupyter-book build .`` executes the chapters one after another while Sphinx reads them. This
+builds the same HTML in less time on a machine with several cores:
+
+1. every chapter of the table of contents is executed by its own kernel, ``jobs`` at a time, each
+   kernel given its share of the cores as threads (two kernels that each spin two threads on two
+   cores slow each other several-fold);
+2. the executed notebooks go into a fresh jupyter-cache under ``_build/.jupyter_cache``, keyed as
+   myst-nb keys them (the code cells and the kernel);
+3. ``jupyter-book build`` runs with ``execute_notebooks: cache`` (a copy of ``_config.yml``), so it
+   renders the executed notebooks rather than running them again. A page that is not a chapter
+   (the ledger page, which gathers every chapter's ledger) runs during the build, after them.
+
+The cache is made fresh at every build, so a change in ``lib/`` is never missed. A chapter that
+fails here is not cached: the build then runs it itself and reports its error as usual.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+#: The environment variable through which the ledger extension learns when the chapters of this
+#: build started to execute (before Sphinx read them), so that it takes their ledgers as fresh.
+EXECUTED_SINCE_ENV = "BOOK_EXECUTED_SINCE"
+CACHE = Path("_build") / ".jupyter_cache"
+CONFIG_COPY = Path("_build") / ".companions-build.yml"
+
+
+def threads_per_kernel(jobs: int, cores: int | None = None) -> int:
+    """Threads for each of ``jobs`` kernels running at once: the cores shared out, at least one."""
+    cores = cores or os.cpu_count() or 1
+    return max(1, cores // max(1, jobs))
+
+
+def read_as_myst_nb(path: Path):
+    """The notebook myst-nb makes of a MyST Markdown chapter (so its cache key is myst-nb's)."""
+    from myst_nb.core.read import read_myst_markdown_notebook
+    from myst_parser.config.main import MdParserConfig
+
+    return read_myst_markdown_notebook(
+        path.read_text(), config=MdParserConfig(), add_source_map=True, path=str(path)
+    )
+
+
+def _execute(path: str, threads: int, timeout: int) -> tuple[str, object, float, str | None]:
+    """Run one chapter in its own kernel (in a worker process); its notebook, seconds, error."""
+    from jupyter_cache.executors.utils import single_nb_execution
+
+    for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[variable] = str(threads)
+    nb = read_as_myst_nb(Path(path))
+    result = single_nb_execution(
+        nb, cwd=str(Path(path).parent), timeout=timeout, allow_errors=False, meta_override=True
+    )
+    error = None if result.err is None else f"{type(result.err).__name__}: {result.err}"
+    return path, result.nb, result.time, error
+
+
+def chapter_sources(root: Path) -> list[Path]:
+    """The chapters of ``_toc.yml`` (declared in ``lib/companions``), in the book's order."""
+    from companions.book.sphinx_ledger import chapter_docs
+
+    declared = chapter_docs()
+    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    found = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            entry = node.get("file")
+            if isinstance(entry, str):
+                doc = entry[:-3] if entry.endswith(".md") else entry
+                if doc in declared:
+                    found.append(root / f"{doc}.md")
+            for key, value in node.items():
+                if key != "file":
+                    walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(toc)
+    return found
+
+
+def chapter_ids(root: Path) -> list[str]:
+    """The ids of the chapters of ``_toc.yml``, in the book's order."""
+    from companions.book.sphinx_ledger import chapter_docs
+
+    declared = chapter_docs()
+    return [declared[str(p.relative_to(root).with_suffix(""))].id for p in chapter_sources(root)]
+
+
+def execute_chapters(
+    root: Path, jobs: int, timeout: int = 600, log=print
+) -> tuple[dict[str, float], dict[str, str]]:
+    """Execute every chapter, ``jobs`` at a time, into a fresh cache under ``root/_build``.
+    Returns ``({chapter path: seconds}, {chapter path: error})``."""
+    from jupyter_cache import get_cache
+    from jupyter_cache.base import CacheBundleIn
+
+    sources = chapter_sources(root)
+    cache_dir = root / CACHE
+    if cache_dir.exists():
+        shutil.rmtree(cache_dir)
+    cache = get_cache(str(cache_dir))
+    threads = threads_per_kernel(jobs)
+    log(f"executing {len(sources)} chapters, {jobs} at a time, {threads} thread(s) each")
+    seconds, errors = {}, {}
+    start = time.monotonic()
+    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(_execute, str(p), threads, timeout) for p in sources]
+        for done, future in enumerate(concurrent.futures.as_completed(futures), 1):
+            path, nb, took, error = future.result()
+            name = Path(path).relative_to(root)
+            if error is None:
+                cache.cache_notebook_bundle(
+                    CacheBundleIn(nb, path, data={"execution_seconds": took}),
+                    check_validity=False,
+                    overwrite=True,
+                )
+                seconds[path] = took
+                log(f"[{done}/{len(sources)}] {name}: {took:.0f} s")
+            else:
+                errors[path] = error
+                log(f"[{done}/{len(sources)}] {name}: FAILED ({error.splitlines()[0][:200]})")
+    log(f"chapters executed in {time.monotonic() - start:.0f} s")
+    return seconds, errors
+
+
+def cached_config(root: Path) -> Path:
+    """A copy of ``_config.yml`` that renders the chapters from the cache this build filled."""
+    config = yaml.safe_load((root / "_config.yml").read_text()) or {}
+    execute = config.setdefault("execute", {})
+    execute["execute_notebooks"] = "cache"
+    execute["cache"] = str((root / CACHE).resolve())
+    path = root / CONFIG_COPY
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def build(root: Path, jobs: int, extra: list[str], log=print) -> int:
+    """Execute the chapters ``jobs`` at a time, then ``jupyter-book build`` from the cache."""
+    if jobs < 1:
+        raise ValueError(f"'jobs' must be at least 1, not {jobs}")
+    root = root.resolve()
+    since = time.time()
+    execute_chapters(root, jobs, log=log)
+    config = cached_config(root)
+    env = dict(os.environ, **{EXECUTED_SINCE_ENV: f"{since:.3f}"})
+    book = Path(sys.executable).with_name("jupyter-book")
+    command = [str(book) if book.exists() else "jupyter-book", "build", str(root)]
+    command += ["--config", str(config), *extra]
+    log("$ " + " ".join(command))
+    return subprocess.run(command, env=env).returncode

@@ -1,0 +1,168 @@
+"""What each scale costs: the chapters' times and memory, and which findings survive a larger scale.
+
+Everything here is read from ledgers that runs already wrote (:mod:`companions.ledger`): the
+smoke-scale ledgers the tests keep (``$BOOK_SMOKE_LEDGER_DIR``, CI sets it) and the default-scale
+ledgers of a book build. Nothing is typed by hand. Used by the page ``book/costs.md``.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+
+from companions import ledger as ledger_mod
+
+#: The budgets of ``DESIGN.md`` ("Scales"), in seconds per chapter on a 2-core CPU.
+BUDGETS = {"smoke": 60.0, "default": 300.0}
+
+
+def smoke_dir() -> Path:
+    """Where the tests kept the smoke ledgers: ``$BOOK_SMOKE_LEDGER_DIR``, else
+    ``<root>/_build/smoke-ledger``."""
+    if os.environ.get(ledger_mod.SMOKE_LEDGER_ENV):
+        return Path(os.environ[ledger_mod.SMOKE_LEDGER_ENV])
+    root = ledger_mod.find_root()
+    return (root or Path.cwd()) / "_build" / "smoke-ledger"
+
+
+def by_chapter(ledgers: list[dict]) -> dict[str, dict]:
+    return {led["chapter"]: led for led in ledgers}
+
+
+def machine() -> str:
+    """One line on the machine these runs were timed on."""
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    import torch
+
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no GPU"
+    return (
+        f"{os.cpu_count()} CPU core(s){' (' + model + ')' if model else ''}, {gpu}, "
+        f"Python {platform.python_version()}, torch {torch.__version__}"
+    )
+
+
+def _seconds(led: dict | None, key: str = "wall_seconds") -> float | None:
+    return None if led is None or led.get(key) is None else float(led[key])
+
+
+def _cell(value: float | None, budget: float | None = None) -> str:
+    if value is None:
+        return "–"
+    text = f"{value:.0f}" if value >= 10 else f"{value:.1f}"
+    if budget is not None and value > budget:
+        text += " ⚠"
+    return text
+
+
+def times_table(smoke: dict[str, dict], default: dict[str, dict], order: list[str]) -> str:
+    """One row per chapter: wall and CPU seconds at smoke and default scale, threads, peak memory;
+    a ⚠ marks a wall time over its budget (:data:`BUDGETS`)."""
+    rows = [
+        "| chapter | smoke wall s | smoke CPU s | default wall s | default CPU s | threads "
+        "| peak memory MiB |",
+        "|---|--:|--:|--:|--:|--:|--:|",
+    ]
+    for chapter in order:
+        s, d = smoke.get(chapter), default.get(chapter)
+        threads = (d or s or {}).get("threads")
+        memory = max(
+            [led["peak_memory_mb"] for led in (s, d) if led and led.get("peak_memory_mb")],
+            default=None,
+        )
+        rows.append(
+            f"| {chapter} | {_cell(_seconds(s), BUDGETS['smoke'])} "
+            f"| {_cell(_seconds(s, 'cpu_seconds'))} "
+            f"| {_cell(_seconds(d), BUDGETS['default'])} | {_cell(_seconds(d, 'cpu_seconds'))} "
+            f"| {'–' if threads is None else threads} | {_cell(memory)} |"
+        )
+    return "\n".join(rows)
+
+
+def over_budget(smoke: dict[str, dict], default: dict[str, dict]) -> list[str]:
+    """``chapter (scale): seconds`` for every wall time over its budget."""
+    found = []
+    for scale, leds in (("smoke", smoke), ("default", default)):
+        for chapter, led in sorted(leds.items()):
+            seconds = _seconds(led)
+            if seconds is not None and seconds > BUDGETS[scale]:
+                found.append(f"{chapter} ({scale}): {seconds:.0f} s")
+    return found
+
+
+def status_pairs(smoke: dict[str, dict], default: dict[str, dict]) -> list[dict]:
+    """Every claim of a chapter with both ledgers: its status at smoke and at default scale
+    (None where one scale does not record it)."""
+    pairs = []
+    for chapter in sorted(set(smoke) & set(default)):
+        at_smoke = {c["id"]: c for c in smoke[chapter]["claims"]}
+        at_default = {c["id"]: c for c in default[chapter]["claims"]}
+        for claim_id in list(dict.fromkeys([*at_default, *at_smoke])):
+            s, d = at_smoke.get(claim_id), at_default.get(claim_id)
+            pairs.append(
+                {
+                    "chapter": chapter,
+                    "id": claim_id,
+                    "source": (d or s)["source"],
+                    "kind": (d or s)["kind"],
+                    "smoke": s["status"] if s else None,
+                    "default": d["status"] if d else None,
+                }
+            )
+    return pairs
+
+
+def survival_summary(pairs: list[dict]) -> str:
+    """Per chapter: claims with the same status at both scales, claims whose status changes, and
+    claims recorded at one scale only."""
+    chapters = list(dict.fromkeys(p["chapter"] for p in pairs))
+    rows = [
+        "| chapter | claims | same status | status changes | only at smoke | only at default |",
+        "|---|--:|--:|--:|--:|--:|",
+    ]
+    for chapter in chapters:
+        mine = [p for p in pairs if p["chapter"] == chapter]
+        both = [p for p in mine if p["smoke"] and p["default"]]
+        same = sum(p["smoke"] == p["default"] for p in both)
+        rows.append(
+            f"| {chapter} | {len(mine)} | {same} | {len(both) - same} "
+            f"| {sum(p['default'] is None for p in mine)} "
+            f"| {sum(p['smoke'] is None for p in mine)} |"
+        )
+    return "\n".join(rows)
+
+
+def changes_table(pairs: list[dict]) -> str:
+    """The claims whose status differs between the scales (or that one scale does not record)."""
+    rows = ["| chapter | claim | source | kind | smoke | default |", "|---|---|---|---|---|---|"]
+    for p in pairs:
+        if p["smoke"] != p["default"]:
+            rows.append(
+                f"| {p['chapter']} | {p['id']} | {p['source']} | {p['kind']} "
+                f"| {p['smoke'] or '–'} | {p['default'] or '–'} |"
+            )
+    return "\n".join(rows) if len(rows) > 2 else "Every claim has the same status at both scales."
+
+
+def times_figure(smoke: dict[str, dict], default: dict[str, dict], order: list[str]):
+    """Horizontal bars of each chapter's wall time at both scales, with the budgets drawn."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(9, 0.32 * len(order) + 1.2), sharey=True)
+    for ax, (scale, leds) in zip(axes, (("smoke", smoke), ("default", default))):
+        values = [_seconds(leds.get(c)) or 0.0 for c in order]
+        colors = ["tab:red" if v > BUDGETS[scale] else "tab:blue" for v in values]
+        ax.barh(range(len(order)), values, color=colors)
+        ax.axvline(BUDGETS[scale], color="k", ls="--", lw=1)
+        ax.set_xlabel(f"{scale}: wall seconds (budget {BUDGETS[scale]:.0f} s, dashed)")
+    axes[0].set_yticks(range(len(order)), order)
+    axes[0].invert_yaxis()
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,97 @@
+"""The page "What each scale costs" (companions.book.costs) and the parallel build
+(companions.book.build): tables read from ledgers, budgets flagged, the build's plumbing."""
+
+from __future__ import annotations
+
+import yaml
+
+from companions.book import build, costs
+from tests.book.test_chapters import CHAPTER_IDS, ROOT
+
+
+def ledger(chapter, scale, wall, statuses, cpu=None, memory=None):
+    return {
+        "chapter": chapter,
+        "scale": scale,
+        "wall_seconds": wall,
+        "cpu_seconds": cpu,
+        "peak_memory_mb": memory,
+        "threads": 1,
+        "claims": [
+            {"id": f"c{i}", "source": "Theorem 1", "kind": "prediction", "status": s}
+            for i, s in enumerate(statuses)
+        ],
+    }
+
+
+SMOKE = costs.by_chapter(
+    [
+        ledger("a", "smoke", 59.0, ["holds", "inconclusive", "differs"], cpu=50.0, memory=400.0),
+        ledger("b", "smoke", 61.0, ["holds"]),
+    ]
+)
+DEFAULT = costs.by_chapter(
+    [
+        ledger("a", "default", 301.0, ["holds", "reproduced", "differs", "holds"], memory=900.5),
+        ledger("b", "default", 299.0, ["holds"]),
+    ]
+)
+
+
+def test_budgets_are_flagged_just_above_and_not_at_or_below():
+    assert costs.over_budget(SMOKE, DEFAULT) == ["b (smoke): 61 s", "a (default): 301 s"]
+    table = costs.times_table(SMOKE, DEFAULT, ["a", "b"])
+    row_a, row_b = table.splitlines()[2:]
+    assert row_a.split("|")[2].strip() == "59" and "⚠" in row_a.split("|")[4]
+    assert "⚠" in row_b.split("|")[2] and "⚠" not in row_b.split("|")[4]
+    assert row_a.split("|")[3].strip() == "50" and row_a.split("|")[7].strip() == "900"
+
+
+def test_a_chapter_missing_at_one_scale_shows_a_dash():
+    table = costs.times_table({}, DEFAULT, ["a"])
+    assert table.splitlines()[2].split("|")[2].strip() == "–"
+
+
+def test_status_pairs_follow_each_claim_across_scales():
+    pairs = costs.status_pairs(SMOKE, DEFAULT)
+    a = {p["id"]: (p["smoke"], p["default"]) for p in pairs if p["chapter"] == "a"}
+    assert a == {
+        "c0": ("holds", "holds"),
+        "c1": ("inconclusive", "reproduced"),
+        "c2": ("differs", "differs"),
+        "c3": (None, "holds"),
+    }
+    summary = costs.survival_summary(pairs).splitlines()
+    assert summary[2] == "| a | 4 | 2 | 1 | 0 | 1 |"
+    assert summary[3] == "| b | 1 | 1 | 0 | 0 | 0 |"
+    changes = costs.changes_table(pairs).splitlines()[2:]
+    assert [row.split("|")[2].strip() for row in changes] == ["c1", "c3"]
+    assert costs.changes_table(costs.status_pairs(SMOKE, SMOKE)).startswith("Every claim")
+
+
+def test_threads_share_the_cores_out():
+    assert [build.threads_per_kernel(j, cores=4) for j in (1, 2, 3, 4, 8)] == [4, 2, 1, 1, 1]
+    assert build.threads_per_kernel(0, cores=2) == 2
+
+
+def test_the_build_lists_the_chapters_in_the_books_order():
+    assert build.chapter_ids(ROOT) == CHAPTER_IDS
+    assert all(p.suffix == ".md" and p.is_file() for p in build.chapter_sources(ROOT))
+
+
+def test_the_cached_config_only_changes_how_notebooks_execute(tmp_path):
+    for name in ("_config.yml", "_toc.yml"):
+        (tmp_path / name).write_text((ROOT / name).read_text())
+    copy = yaml.safe_load(build.cached_config(tmp_path).read_text())
+    original = yaml.safe_load((ROOT / "_config.yml").read_text())
+    assert copy["execute"].pop("execute_notebooks") == "cache"
+    assert copy["execute"].pop("cache") == str((tmp_path / build.CACHE).resolve())
+    original["execute"].pop("execute_notebooks")
+    assert copy == original
+
+
+def test_the_build_refuses_zero_jobs(tmp_path):
+    import pytest
+
+    with pytest.raises(ValueError, match="'jobs'"):
+        build.build(tmp_path, 0, [])

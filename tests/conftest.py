@@ -1,0 +1,56 @@
+"""Running the tests in parallel (``pytest -n auto``, pytest-xdist), as the README and CI do.
+
+- Each worker gets its share of the cores as torch and OpenMP threads, set before torch is imported
+  and inherited by the chapters' kernels, so that two workers never fight over the same cores
+  (two 2-thread jobs on 2 cores slow each other several-fold). An explicit ``OMP_NUM_THREADS``
+  is kept.
+- Tests that share an expensive fixture run on one worker (``--dist loadgroup``, set in
+  pyproject.toml): every test that uses the chapters' smoke runs, and each module with a
+  module-scoped fixture.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+_THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def worker_threads(cores: int, workers: int) -> int:
+    """Threads per worker: the cores shared out, at least one."""
+    return max(1, cores // max(1, workers))
+
+
+def pytest_configure(config):
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if workers and not any(v in os.environ for v in _THREAD_VARIABLES):
+        threads = str(worker_threads(os.cpu_count() or 1, int(workers)))
+        for variable in _THREAD_VARIABLES:
+            os.environ[variable] = threads
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if any(m.name == "xdist_group" for m in item.iter_markers()):
+            continue
+        if "smoke_runs" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("smoke-runs"))
+            continue
+        if _has_module_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
+def _has_module_fixture(item) -> bool:
+    """Whether the test uses a module- or session-scoped fixture of this project (pytest's own,
+    such as ``tmp_path_factory``, are cheap and do not count)."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    for name in info.names_closure:
+        for definition in info.name2fixturedefs.get(name, ()):
+            if definition.baseid and definition.scope in ("module", "package", "session"):
+                return True
+    return False
