@@ -47,6 +47,14 @@ def test_budgets_are_flagged_just_above_and_not_at_or_below():
     assert row_a.split("|")[3].strip() == "50" and row_a.split("|")[7].strip() == "900"
 
 
+def test_the_build_column_is_named_and_budgeted_by_the_builds_scale():
+    at_smoke = {c: dict(led, scale="smoke") for c, led in DEFAULT.items()}
+    table = costs.times_table(SMOKE, at_smoke, ["a", "b"])
+    assert "| smoke wall s | smoke CPU s | smoke wall s |" in table.splitlines()[0]
+    assert "⚠" in table.splitlines()[3].split("|")[4]  # 299 s is over the smoke budget
+    assert costs.build_scale({**DEFAULT, "c": {"scale": "smoke"}}) == "mixed"
+
+
 def test_a_chapter_missing_at_one_scale_shows_a_dash():
     table = costs.times_table({}, DEFAULT, ["a"])
     assert table.splitlines()[2].split("|")[2].strip() == "–"

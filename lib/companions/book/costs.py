@@ -62,11 +62,20 @@ def _cell(value: float | None, budget: float | None = None) -> str:
     return text
 
 
+def build_scale(default: dict[str, dict]) -> str:
+    """The scale the build's ledgers were written at (``default`` unless ``$BOOK_SCALE`` said
+    otherwise); ``mixed`` if they disagree."""
+    scales = {led.get("scale") for led in default.values()}
+    return scales.pop() if len(scales) == 1 else "mixed"
+
+
 def times_table(smoke: dict[str, dict], default: dict[str, dict], order: list[str]) -> str:
-    """One row per chapter: wall and CPU seconds at smoke and default scale, threads, peak memory;
-    a ⚠ marks a wall time over its budget (:data:`BUDGETS`)."""
+    """One row per chapter: wall and CPU seconds at smoke scale and at the build's scale, threads,
+    peak memory; a ⚠ marks a wall time over its budget (:data:`BUDGETS`)."""
+    scale = build_scale(default)
+    budget = BUDGETS.get(scale)
     rows = [
-        "| chapter | smoke wall s | smoke CPU s | default wall s | default CPU s | threads "
+        f"| chapter | smoke wall s | smoke CPU s | {scale} wall s | {scale} CPU s | threads "
         "| peak memory MiB |",
         "|---|--:|--:|--:|--:|--:|--:|",
     ]
@@ -80,7 +89,7 @@ def times_table(smoke: dict[str, dict], default: dict[str, dict], order: list[st
         rows.append(
             f"| {chapter} | {_cell(_seconds(s), BUDGETS['smoke'])} "
             f"| {_cell(_seconds(s, 'cpu_seconds'))} "
-            f"| {_cell(_seconds(d), BUDGETS['default'])} | {_cell(_seconds(d, 'cpu_seconds'))} "
+            f"| {_cell(_seconds(d), budget)} | {_cell(_seconds(d, 'cpu_seconds'))} "
             f"| {'–' if threads is None else threads} | {_cell(memory)} |"
         )
     return "\n".join(rows)
@@ -89,10 +98,10 @@ def times_table(smoke: dict[str, dict], default: dict[str, dict], order: list[st
 def over_budget(smoke: dict[str, dict], default: dict[str, dict]) -> list[str]:
     """``chapter (scale): seconds`` for every wall time over its budget."""
     found = []
-    for scale, leds in (("smoke", smoke), ("default", default)):
+    for leds in (smoke, default):
         for chapter, led in sorted(leds.items()):
-            seconds = _seconds(led)
-            if seconds is not None and seconds > BUDGETS[scale]:
+            seconds, scale = _seconds(led), led.get("scale")
+            if seconds is not None and scale in BUDGETS and seconds > BUDGETS[scale]:
                 found.append(f"{chapter} ({scale}): {seconds:.0f} s")
     return found
 
@@ -156,12 +165,16 @@ def times_figure(smoke: dict[str, dict], default: dict[str, dict], order: list[s
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(9, 0.32 * len(order) + 1.2), sharey=True)
-    for ax, (scale, leds) in zip(axes, (("smoke", smoke), ("default", default))):
+    for ax, (scale, leds) in zip(axes, (("smoke", smoke), (build_scale(default), default))):
         values = [_seconds(leds.get(c)) or 0.0 for c in order]
-        colors = ["tab:red" if v > BUDGETS[scale] else "tab:blue" for v in values]
+        budget = BUDGETS.get(scale, float("inf"))
+        colors = ["tab:red" if v > budget else "tab:blue" for v in values]
         ax.barh(range(len(order)), values, color=colors)
-        ax.axvline(BUDGETS[scale], color="k", ls="--", lw=1)
-        ax.set_xlabel(f"{scale}: wall seconds (budget {BUDGETS[scale]:.0f} s, dashed)")
+        if scale in BUDGETS:
+            ax.axvline(budget, color="k", ls="--", lw=1)
+            ax.set_xlabel(f"{scale}: wall seconds (budget {budget:.0f} s, dashed)")
+        else:
+            ax.set_xlabel(f"{scale}: wall seconds")
     axes[0].set_yticks(range(len(order)), order)
     axes[0].invert_yaxis()
     fig.tight_layout()
