@@ -87,3 +87,35 @@ def markdown(rows, head) -> str:
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     out += ["| " + " | ".join(str(x) for x in row) + " |" for row in rows]
     return "\n".join(out)
+
+
+def all_tables() -> list[str]:
+    """Tables 1-8 as captioned markdown tables, as transcribed."""
+    t1 = [
+        (h, ", ".join(f"{g}: {e}" + (f" ± {s}" if s is not None else "") for g, e, s in rows))
+        for h, rows in TABLE_1.items()
+    ]
+    t5 = [(k, *(", ".join(map(str, x)) for x in v.values())) for k, v in TABLE_5.items()]
+    t78 = [(lv, *TABLE_7[lv], TABLE_8[lv]) for lv in TABLE_7]
+    return [
+        "**Table 1** (ResNet34, iNaturalist 2021, error %; naive one-pass accuracy "
+        f"{TABLE_1_BASELINE_ACC[0]} ± {TABLE_1_BASELINE_ACC[1]})\n\n"
+        + markdown(t1, ["hierarchy", "G: error"]),
+        "**Table 2** (pretraining checkpoint used for finetuning, error %)\n\n"
+        + markdown([(k, *v) for k, v in TABLE_2.items()], ["checkpoint", *map(str, TABLE_2_G)]),
+        "**Table 3** (ResNet50, iNaturalist 2021, error %)\n\n"
+        + markdown(
+            [(k, ", ".join(map(str, v))) for k, v in TABLE_3.items()], ["hierarchy", "errors"]
+        ),
+        "**Table 4** (ViT-B/16, ImageNet21k 'living thing', error %)\n\n"
+        + markdown(TABLE_4, ["labels", "G", "error"]),
+        "**Table 5** (printed under 'Validation error'; the values are accuracies %; naive "
+        f"baseline {TABLE_5_NAIVE})\n\n"
+        + markdown(t5, ["pretraining", "90-ep FT", "LP", "10-ep FT"]),
+        "**Table 6** (ResNet50, ImageNet1k, error %; baselines: retraining "
+        f"{TABLE_6_BASELINES['retraining']}, one-pass {TABLE_6_BASELINES['one-pass']})\n\n"
+        + markdown([(k, *v) for k, v in TABLE_6.items()], ["fine labels", *map(str, TABLE_6_G)]),
+        "**Tables 7 and 8** (ImageNet21k to ImageNet1k accuracy %: fine-tuning at four learning "
+        "rates, linear probe)\n\n"
+        + markdown(t78, ["level", *(f"FT {lr:g}" for lr in TABLE_7_LR), "LP"]),
+    ]
