@@ -245,6 +245,7 @@ def test_decisions():
     assert fx.decide_within([5.0, 5.1, 4.9], 4.0, 0.01)[0] is False
     assert fx.decide_within([3.0, 5.0], 4.0, 0.01)[0] is None
     assert fx.decide_above([0.9, 0.95, 0.92], 0.5)[0] is True
+    assert fx.decide_above([float("nan"), 0.9], 0.5)[0] is None
 
 
 def test_common_fine_ratio():

@@ -95,21 +95,28 @@ def finetune(cfg, rt, net, steps, tests, offset=0, progress=None):
     return hist
 
 
-def mean_se(values) -> tuple[float, float, int]:
-    v = [float(x) for x in torch.as_tensor(values).flatten() if not math.isnan(float(x))]
-    return stats.mean_and_se(v)
+def _finite(values) -> list[float]:
+    return [float(x) for x in torch.as_tensor(values).flatten() if not math.isnan(float(x))]
 
 
 def decide_above(values, margin):
-    """Whether the mean of ``values`` (over seeds) exceeds ``margin`` (``stats.decide``)."""
-    m, se, n = mean_se(values)
+    """Whether the mean of ``values`` (over seeds) exceeds ``margin`` (``stats.decide``); with
+    fewer than two finite values, undecided (``None``, NaN mean and error)."""
+    v = _finite(values)
+    if len(v) < 2:
+        return None, (math.nan, math.nan, len(v))
+    m, se, n = stats.mean_and_se(v)
     return stats.decide(m, se, n, margin), (m, se, n)
 
 
 def decide_within(values, target, rel):
     """Whether the mean of ``values`` lies within ``rel * |target|`` of ``target``: decided
-    (``True``/``False``) when the Student-t interval lies inside / outside that band."""
-    m, se, n = mean_se(values)
+    (``True``/``False``) when the Student-t interval lies inside / outside that band; ``None``
+    otherwise, or with fewer than two finite values."""
+    v = _finite(values)
+    if len(v) < 2:
+        return None, (math.nan, math.nan, len(v))
+    m, se, n = stats.mean_and_se(v)
     half = stats.t_critical(n - 1) * se
     band = rel * abs(target)
     if abs(m - target) + half <= band:
