@@ -64,7 +64,7 @@ def test_hard_sample_structure():
 
 def test_bernoulli_counts_have_the_paper_law():
     dc = fdata.DataConfig(d=16, k=2, P=10, s_star=3, sigma_zeta=0.01, patch_counts="bernoulli")
-    common, fine, _, _ = fdata._roles(1, 40_000, dc, False, g(2))
+    common, fine, _, _ = fdata.patch_roles(1, 40_000, dc, False, g(2))
     p_none = (1 - 3 / 10) ** 10
     assert abs(float((common.sum(-1) == 0).float().mean()) - p_none) < 4 * math.sqrt(
         p_none / 40_000

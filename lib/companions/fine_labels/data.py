@@ -90,7 +90,7 @@ def balanced_labels(S: int, N: int, k: int) -> tuple[torch.Tensor, torch.Tensor]
     return y.expand(S, N).clone(), c.expand(S, N).clone()
 
 
-def _roles(S, N, cfg: DataConfig, hard: bool, g: torch.Generator):
+def patch_roles(S, N, cfg: DataConfig, hard: bool, g: torch.Generator):
     """Boolean masks (S, N, P) of the common, fine, feature-noise and zeta^* patches."""
     P = cfg.P
     if cfg.patch_counts == "exact":
@@ -138,7 +138,7 @@ def sample(
     """``(X, y, c)``: ``N`` balanced samples for each of ``S`` seeds, easy (Definition 4.2) or hard
     (the comment after Definition 4.2; App. B.1 item 6). Drawn on the CPU with ``g``."""
     y, c = balanced_labels(S, N, cfg.k)
-    common, fine, noise_f, star = _roles(S, N, cfg, hard, g)
+    common, fine, noise_f, star = patch_roles(S, N, cfg, hard, g)
     X = torch.randn(S, N, cfg.P, cfg.d, generator=g, dtype=dtype) * cfg.sigma_zeta
     lo, hi = (1 - cfg.iota) ** 0.5, (1 + cfg.iota) ** 0.5
     alpha = lo + (hi - lo) * torch.rand(S, N, cfg.P, generator=g, dtype=dtype)
