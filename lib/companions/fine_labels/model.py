@@ -60,8 +60,7 @@ def forward(net: Net, X: torch.Tensor, chunk: int = 512) -> torch.Tensor:
     """``F`` of shape (S, N, C), eq. (2) (coarse) or (176) (fine); in chunks of samples."""
     out = []
     for i in range(0, X.shape[1], chunk):
-        Z = preactivations(net, X[:, i : i + chunk])
-        h = torch.relu(Z).sum(2)  # (S, n, C m): sum over patches
+        h = preactivations(net, X[:, i : i + chunk]).relu_().sum(2)  # (S, n, C m): sum over patches
         out.append(h.reshape(h.shape[0], h.shape[1], net.C, net.m).sum(-1))
     return torch.cat(out, 1)
 

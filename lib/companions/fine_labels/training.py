@@ -48,13 +48,13 @@ def sgd_step(
     if eta <= 0 or lam_b <= 0:
         raise ValueError(f"parameters 'eta' = {eta} and 'lam_b' = {lam_b} must be positive")
     S, N, P, d = X.shape
-    Z = fmodel.preactivations(net, X)  # (S, N, P, C m)
-    F = torch.relu(Z).sum(2).reshape(S, N, net.C, net.m).sum(-1)
+    Z = fmodel.preactivations(net, X).relu_()  # (S, N, P, C m), in place to save memory
+    F = Z.sum(2).reshape(S, N, net.C, net.m).sum(-1)
     if before_update is not None:
         before_update(F)
     coef = label_dL_dF(scores_fn or (lambda f: f), F, labels)  # (S, N, C)
     per_neuron = coef.repeat_interleave(net.m, dim=-1)  # (S, N, C m)
-    gate = (Z > 0).to(X.dtype) * per_neuron[:, :, None, :]
+    gate = Z.sign_().mul_(per_neuron[:, :, None, :])  # relu'(.) times dL/dF, in place
     grad = torch.bmm(gate.reshape(S, N * P, -1).transpose(1, 2), X.reshape(S, N * P, d))
     dW = -(eta / P) * grad
     net.W += dW
