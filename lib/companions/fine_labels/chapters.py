@@ -175,7 +175,7 @@ register_chapter(
                 alpha_grid=[0.05, 0.1, 0.2, 0.4, 0.8, 1.6],
                 s_dagger_grid=[1, 2],
                 groups=[1, 2, 4, 8],
-                sweep_steps=50,
+                sweep_steps=60,
             ),
             dict(
                 steps=3000,
