@@ -77,10 +77,12 @@ DEFAULT = dict(
     alpha_dagger=[0.3, 0.5], star=1.0, m=128, tau=1.75, sigma0=1e-3, eta=0.05, lam_b=30.0,
     slack=6.0, N=128, seeds=6, n_test=512,
 )  # fmt: skip
+# paper: sized for a GPU and not yet run; the fine model then has 2k m = 32768 neurons,
+# so one step holds seeds x N P x 32768 floats (8.6 GB at N = 128) on the GPU.
 PAPER = dict(
     d=256, k=16, P=64, s_star=8, patch_counts="bernoulli", iota=1e-3, noise=0.03, s_dagger=4,
     alpha_dagger=[0.3, 0.5], star=2.0, m=1024, tau=2.5, sigma0=1e-4, eta=0.075, lam_b=30.0,
-    slack=6.0, N=256, seeds=8, n_test=2048,
+    slack=6.0, N=128, seeds=8, n_test=2048,
 )  # fmt: skip
 
 register_chapter(
