@@ -274,3 +274,22 @@ def test_presets_resolve_and_bad_values_are_named(chapter):
         companions.preset(chapter, "smoke", N=65)
     with pytest.raises(ValueError, match="'d'"):
         companions.preset(chapter, "smoke", d=8, k=4)
+
+
+def test_phase_grid_and_finetune_shapes():
+    cfg = companions.preset("fine-labels-fine", "smoke", device="cpu", seeds=2, n_test=16)
+    rt = companions.setup("cpu", 0, dtype="float32")
+    net = fmodel.init(2, 2 * cfg.k, 8, cfg.d, cfg.sigma0, cfg.tau, g())
+    out = fx.phase_grid(cfg, rt, {"fine": (net, "max")}, [0.1, 0.5], [1, 2], 16)
+    assert out["fine"].shape == (2, 2, 2)
+    assert ((out["fine"] >= 0) & (out["fine"] <= 1)).all()
+    tests = fx.test_sets(fx.data_config(cfg), 2, 16, rt.generator(1), rt.device)
+    W_before = net.W.clone()
+    h = fx.finetune(cfg, rt, net, 3, tests)
+    assert h["t"].tolist()[-1] == 3 and not torch.equal(net.W, W_before)
+
+
+def test_coarse_scores_reads_fine_models_through_the_aggregation():
+    F = torch.tensor([[[0.0, 5.0, 1.0, 1.0]]])
+    assert ftrain.coarse_scores(F, "max").tolist() == [[[5.0, 1.0]]]
+    assert ftrain.coarse_scores(F[..., :2]).tolist() == [[[0.0, 5.0]]]
