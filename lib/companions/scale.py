@@ -187,6 +187,7 @@ TOPICS = (
     "looped",
     "icl_scale",
     "contrastive",
+    "fine_labels",
     "domain_generalization",
     "universality",
 )

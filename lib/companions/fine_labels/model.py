@@ -1,0 +1,119 @@
+"""The learner of eqs. (2)/(14) and (176), vectorised over seeds, and what the proofs track.
+
+``F_c(X) = sum_r a_{c,r} sum_p relu(<w_{c,r}, x_p> + b_{c,r})`` with ``a = 1`` frozen: a sum over
+patches (not a mean), each output ``c`` with its own ``m`` neurons. Weights ``W`` have shape
+``(S, C m, d)`` (output ``c`` owns rows ``c m .. c m + m - 1``), biases ``b`` shape ``(S, C m)``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+AGGREGATIONS = ("max", "sum", "logsumexp")
+
+
+@dataclass
+class Net:
+    W: torch.Tensor  # (S, C m, d)
+    b: torch.Tensor  # (S, C m)
+    C: int  # outputs
+    m: int  # neurons per output
+
+    def clone(self) -> "Net":
+        return Net(self.W.clone(), self.b.clone(), self.C, self.m)
+
+
+def init(
+    S: int,
+    C: int,
+    m: int,
+    d: int,
+    sigma0: float,
+    tau: float,
+    g: torch.Generator,
+    dtype: torch.dtype = torch.float32,
+    device: str | torch.device = "cpu",
+) -> Net:
+    """``w ~ N(0, sigma0^2 I)``, ``b = -tau sigma0`` (App. B.2; the paper's
+    ``tau = c_b sqrt(log d)``)."""
+    for name, v in (("S", S), ("C", C), ("m", m), ("d", d)):
+        if v < 1:
+            raise ValueError(f"parameter {name!r} = {v} is not allowed: expected >= 1")
+    if sigma0 <= 0:
+        raise ValueError(f"parameter 'sigma0' = {sigma0} is not allowed: expected > 0")
+    W = torch.randn(S, C * m, d, generator=g, dtype=dtype) * sigma0
+    b = torch.full((S, C * m), -tau * sigma0, dtype=dtype)
+    return Net(W.to(device), b.to(device), C, m)
+
+
+def preactivations(net: Net, X: torch.Tensor) -> torch.Tensor:
+    """``<w_r, x_p> + b_r`` of shape (S, N, P, C m)."""
+    S, N, P, d = X.shape
+    Z = torch.bmm(X.reshape(S, N * P, d), net.W.transpose(1, 2)) + net.b[:, None, :]
+    return Z.reshape(S, N, P, -1)
+
+
+def forward(net: Net, X: torch.Tensor, chunk: int = 512) -> torch.Tensor:
+    """``F`` of shape (S, N, C), eq. (2) (coarse) or (176) (fine); in chunks of samples."""
+    out = []
+    for i in range(0, X.shape[1], chunk):
+        h = preactivations(net, X[:, i : i + chunk]).relu_().sum(2)  # (S, n, C m): sum over patches
+        out.append(h.reshape(h.shape[0], h.shape[1], net.C, net.m).sum(-1))
+    return torch.cat(out, 1)
+
+
+def aggregate(F: torch.Tensor, groups: int, how: str = "max") -> torch.Tensor:
+    """Superclass scores (S, N, 2) from ``2 groups`` outputs: the max of Theorem 5.2
+    (``hat F_y = max_c F_{y,c}``), or this book's alternatives, the sum and the log-sum-exp."""
+    if how not in AGGREGATIONS:
+        raise ValueError(
+            f"parameter 'how' = {how!r} is not allowed: expected one of {AGGREGATIONS}"
+        )
+    if F.shape[-1] != 2 * groups:
+        raise ValueError(f"F has {F.shape[-1]} outputs, not 2 groups = {2 * groups}")
+    G = F.reshape(*F.shape[:-1], 2, groups)
+    if how == "max":
+        return G.amax(-1)
+    if how == "sum":
+        return G.sum(-1)
+    return torch.logsumexp(G, -1)
+
+
+def accuracy(scores: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Per-seed accuracy (S,): a tie counts as a mistake (the paper's ``P[F_y <= F_y']``)."""
+    right = scores.gather(-1, labels[..., None]).squeeze(-1)
+    other = scores.scatter(-1, labels[..., None], -math.inf).amax(-1)
+    return (right > other).float().mean(-1)
+
+
+def feature_projections(net: Net, feats: torch.Tensor) -> torch.Tensor:
+    """``<w_r, v>`` for the dictionary indices ``feats``: shape (S, C m, F)."""
+    return net.W[:, :, feats]
+
+
+def detectors(W0: torch.Tensor, feats: torch.Tensor, level: float) -> torch.Tensor:
+    """Neurons with ``<w_r^(0), v> >= level`` for each feature: bool (S, C m, F). With
+    ``level = tau sigma0 + delta`` these stand for S^{*(0)}(v) and with ``tau sigma0 - delta`` for
+    S^{(0)}(v) (Definition C.1, its +-1/log^5 d slack replaced by ``delta``)."""
+    return W0[:, :, feats] >= level
+
+
+def growth(W: torch.Tensor, W0: torch.Tensor, feats, det: torch.Tensor, C: int):
+    """``A_{o,v}(t)``: mean over detectors of output ``o`` of ``<w_r(t) - w_r(0), v>``,
+    shape (S, C, F); NaN where an output has no detector of ``v``."""
+    S, M, Fn = det.shape
+    delta = (W - W0)[:, :, feats] * det
+    tot = delta.reshape(S, C, M // C, Fn).sum(2)
+    cnt = det.reshape(S, C, M // C, Fn).sum(2).to(tot.dtype)
+    return torch.where(cnt > 0, tot / cnt.clamp(min=1), torch.full_like(tot, math.nan))
+
+
+def response(net: Net, feats) -> torch.Tensor:
+    """``R_o(v) = sum_r relu(<w_{o,r}, v> + b_{o,r})``: each output's response to a clean unit
+    ``v`` patch (the representation strength of eqs. 7-13), shape (S, C, F)."""
+    Z = torch.relu(net.W[:, :, feats] + net.b[..., None])
+    S, M, Fn = Z.shape
+    return Z.reshape(S, net.C, net.m, Fn).sum(2)
