@@ -11,9 +11,24 @@ What a chapter uses: :func:`preset` (its parameters), :func:`setup` (device, dty
   else imports. See CONTRIBUTING.md for the rules.
 """
 
-from companions.ledger import ClaimFailed, Ledger
-from companions.runtime import Runtime, setup
-from companions.scale import Chapter, Choice, Float, Int, ListOf, chapters, preset, register_chapter
+import os
+
+# Threads that wait sleep instead of spinning (see companions.runtime): effective in this process
+# only if torch is not loaded yet, and in every process started from here (the chapters' kernels).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+from companions.ledger import ClaimFailed, Ledger  # noqa: E402
+from companions.runtime import Runtime, setup  # noqa: E402
+from companions.scale import (  # noqa: E402
+    Chapter,
+    Choice,
+    Float,
+    Int,
+    ListOf,
+    chapters,
+    preset,
+    register_chapter,
+)
 
 __all__ = [
     "ClaimFailed",

@@ -177,8 +177,8 @@ class _PowerHead(torch.autograd.Function):
         dW = act.transpose(-1, -2) @ G if ctx.needs_input_grad[1] else None
         dE = None
         if ctx.needs_input_grad[0]:
-            dh = G @ W.transpose(-1, -2)
-            dh.mul_(h if k == 2 else h.pow(k - 1)).mul_(k)
+            dh = G @ (k * W).transpose(-1, -2)  # the factor k on the small W, not on dh
+            dh.mul_(h if k == 2 else h.pow(k - 1))
             if a is None:
                 grid = dh.reshape(*lead, *[p] * k, m)
                 nd = len(lead)

@@ -1,0 +1,51 @@
+"""The thread count under load (companions.runtime): the logic, not the timing."""
+
+import pytest
+import torch
+
+from companions import runtime
+
+
+def test_threads_for_load_leaves_busy_cores_alone():
+    assert runtime.threads_for_load(2, 2, 0.1) == 2  # idle: what torch would use
+    assert runtime.threads_for_load(2, 2, 0.6) == 1  # one core busy
+    assert runtime.threads_for_load(2, 2, 7.0) == 1  # overloaded: never below one
+    assert runtime.threads_for_load(8, 16, 4.2) == 8  # never above the request
+    assert runtime.threads_for_load(16, 16, 4.4) == 12
+    assert runtime.threads_for_load(16, 16, 4.6) == 11
+    for kw, name in [
+        (dict(requested=0, cores=2, load=0.0), "requested"),
+        (dict(requested=2, cores=0, load=0.0), "cores"),
+        (dict(requested=2, cores=2, load=float("nan")), "load"),
+    ]:
+        with pytest.raises(ValueError, match=name):
+            runtime.threads_for_load(**kw)
+
+
+def test_configure_threads_sets_torch(monkeypatch):
+    before = torch.get_num_threads()
+    try:
+        assert runtime.configure_threads(1) == 1 == torch.get_num_threads()
+        monkeypatch.setenv(runtime.THREADS_ENV, "1")
+        assert runtime.configure_threads() == 1
+        monkeypatch.setenv(runtime.THREADS_ENV, "auto")
+        torch.set_num_threads(2)
+        monkeypatch.setattr(runtime.os, "getloadavg", lambda: (5.0, 5.0, 5.0))
+        monkeypatch.setattr(runtime, "available_cores", lambda: 2)
+        assert runtime.configure_threads() == 1
+        torch.set_num_threads(2)
+        monkeypatch.setattr(runtime.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+        assert runtime.configure_threads("auto") == 2
+        for bad in ("two", "0", 0):
+            with pytest.raises(ValueError, match="threads"):
+                runtime.configure_threads(bad)
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_importing_companions_asks_openmp_to_sleep():
+    import os
+
+    import companions  # noqa: F401
+
+    assert os.environ.get("OMP_WAIT_POLICY")  # set by companions where the user had not
