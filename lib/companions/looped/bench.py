@@ -12,10 +12,11 @@ from companions.looped.training import looped_training_problem
 
 def step_flops(d: int, n: int, loops: int, batch: int) -> float:
     """Matrix-product FLOPs of one step in Gram form, per prompt (``D = d+1``): the labels
-    ``y = X w`` (``2 n d``) and ``C = Z^T Z`` (``2 n D^2``, no gradient); per loop ``z Q``,
-    ``(zQ) C``, ``(zQC) P`` (``2 D^2`` each). Backward: the product by ``C`` needs one product
-    (``C`` needs no gradient), the others two, except ``z Q`` in the first loop (``z`` is data):
-    ``4 + 5 (loops - 1)`` products of ``2 D^2``."""
+    ``y = X w`` (``2 n d``), ``C = Z^T Z`` (``2 n D^2``, no gradient); per loop ``z Q``,
+    ``(zQ) C`` (computed elementwise, counted here all the same) and ``(zQC) P`` (``2 D^2``
+    each). Backward: the product by ``C`` needs one product (``C`` needs no gradient), the
+    others two, except ``z Q`` in the first loop (``z`` is data): ``4 + 5 (loops - 1)``
+    products of ``2 D^2``."""
     D = d + 1
     return batch * (2 * n * d + 2 * n * D * D + 2 * D * D * (3 * loops + 4 + 5 * (loops - 1)))
 

@@ -131,7 +131,9 @@ def looped_transformer_gram(
     z = Z0[..., n:, :]
     outputs = [-z[..., 0, :d]] if trajectory else None
     for eta in etas:
-        z = z - eta.reshape(*eta.shape, 1, 1) * (z @ Q @ C @ P)
+        zQ = z @ Q  # one product for the batch (Q is shared)
+        zQC = (zQ.transpose(-1, -2) * C).sum(-2, keepdim=True)  # per prompt: no tiny bmm
+        z = z - eta.reshape(*eta.shape, 1, 1) * (zQC @ P)
         if trajectory:
             outputs.append(-z[..., 0, :d])
     Z = torch.cat([context, z], dim=-2)
