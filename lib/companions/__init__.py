@@ -12,11 +12,17 @@ What a chapter uses: :func:`preset` (its parameters), :func:`setup` (device, dty
 """
 
 import os
+import sys
 
 # Threads that wait sleep instead of spinning (see companions.runtime): effective in this process
-# only if torch is not loaded yet, and in every process started from here (the chapters' kernels).
+# only if torch (and so OpenMP) is not loaded yet, and in every process started from here (the
+# chapters' kernels). Whether it is in effect here is recorded for companions.runtime.
+_PASSIVE = os.environ.get("OMP_WAIT_POLICY", "").upper() == "PASSIVE" or (
+    "torch" not in sys.modules and "OMP_WAIT_POLICY" not in os.environ
+)
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
+from companions import runtime as _runtime  # noqa: E402
 from companions.ledger import ClaimFailed, Ledger  # noqa: E402
 from companions.runtime import Runtime, setup  # noqa: E402
 from companions.scale import (  # noqa: E402
@@ -45,3 +51,4 @@ __all__ = [
     "register_chapter",
 ]
 __version__ = "0.1.0"
+_runtime.OPENMP_PASSIVE = _PASSIVE

@@ -3,14 +3,15 @@
 Same seed, same device: same numbers (``torch.use_deterministic_algorithms`` is switched on).
 
 Threads under load: torch's OpenMP threads wait for each other at the end of every parallel
-region, spinning. When other processes hold the cores, one of a chapter's threads is often
-descheduled and the other spins out its time slice waiting for it: a 2-thread trainer on a busy
-2-core machine ran 5-17x slower than with 1 thread. :func:`setup` therefore uses no more threads
-than the cores the load average leaves free (:func:`threads_for_load`; at least one, at most what
-torch would use), and ``companions`` asks OpenMP to sleep rather than spin while waiting
-(``OMP_WAIT_POLICY=PASSIVE``, set where not already set, which takes effect in processes that
-load torch afterwards, such as the chapters' kernels). ``COMPANIONS_THREADS`` = a number fixes the
-count; ``auto`` (the default) follows the load.
+region, by default spinning. When other processes hold the cores, one of a chapter's threads is
+often descheduled and the other spins out its time slice waiting for it: on a busy 2-core machine
+a 2-thread trainer ran 5-400x slower than with waiting threads that sleep. So ``companions``, when
+imported, sets ``OMP_WAIT_POLICY=PASSIVE`` where it is not set: it takes effect in this process if
+torch is not loaded yet, and in every process started from it (the chapters' kernels under
+``python -m companions run``). Where it is not in effect (torch was loaded first, with another
+policy), :func:`setup` uses no more threads than the cores the load average leaves free
+(:func:`threads_for_load`; at least one). ``COMPANIONS_THREADS`` = a number fixes the count;
+``auto`` (the default) follows this rule.
 """
 
 from __future__ import annotations
@@ -25,17 +26,22 @@ import torch
 
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
 THREADS_ENV = "COMPANIONS_THREADS"
+#: Whether OpenMP's waiting threads sleep in this process (set by ``companions`` on import).
+OPENMP_PASSIVE = False
 
 
-def threads_for_load(requested: int, cores: int, load: float) -> int:
-    """How many threads to use: ``requested``, but no more than the cores that a load average of
-    ``load`` leaves free (rounded to the nearest), and at least one."""
+def threads_for_load(requested: int, cores: int, load: float, passive: bool = False) -> int:
+    """How many threads to use: ``requested``, but, unless waiting threads sleep (``passive``),
+    no more than the cores that a load average of ``load`` leaves free (rounded to the nearest),
+    and at least one. (With sleeping waiters, more threads get more of a busy machine's time.)"""
     if requested < 1:
         raise ValueError(f"parameter 'requested' = {requested} is not allowed: expected >= 1")
     if cores < 1:
         raise ValueError(f"parameter 'cores' = {cores} is not allowed: expected >= 1")
     if not load >= 0:
         raise ValueError(f"parameter 'load' = {load} is not allowed: expected a number >= 0")
+    if passive:
+        return requested
     return max(1, min(requested, math.floor(cores - load + 0.5)))
 
 
@@ -49,8 +55,9 @@ def available_cores() -> int:
 
 def configure_threads(threads: int | str | None = None) -> int:
     """Set torch's thread count and return it. ``threads``: a number (used as it is), or
-    ``'auto'`` / ``None`` (the default, or ``$COMPANIONS_THREADS``): torch's current count,
-    lowered by :func:`threads_for_load` to the cores the 1-minute load average leaves free."""
+    ``'auto'`` / ``None`` (the default, or ``$COMPANIONS_THREADS``): torch's current count, which
+    :func:`threads_for_load` lowers to the cores the 1-minute load average leaves free where
+    OpenMP's waiting threads spin (:data:`OPENMP_PASSIVE` false)."""
     if threads is None:
         threads = os.environ.get(THREADS_ENV, "auto")
     if isinstance(threads, str) and threads != "auto":
@@ -65,7 +72,9 @@ def configure_threads(threads: int | str | None = None) -> int:
             load = os.getloadavg()[0]
         except OSError:  # pragma: no cover (no load average)
             load = 0.0
-        threads = threads_for_load(torch.get_num_threads(), available_cores(), load)
+        threads = threads_for_load(
+            torch.get_num_threads(), available_cores(), load, passive=OPENMP_PASSIVE
+        )
     if threads < 1:
         raise ValueError(f"parameter 'threads' = {threads} is not allowed: expected >= 1")
     torch.set_num_threads(threads)

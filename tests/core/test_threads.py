@@ -13,6 +13,7 @@ def test_threads_for_load_leaves_busy_cores_alone():
     assert runtime.threads_for_load(8, 16, 4.2) == 8  # never above the request
     assert runtime.threads_for_load(16, 16, 4.4) == 12
     assert runtime.threads_for_load(16, 16, 4.6) == 11
+    assert runtime.threads_for_load(2, 2, 7.0, passive=True) == 2  # sleeping waiters: keep all
     for kw, name in [
         (dict(requested=0, cores=2, load=0.0), "requested"),
         (dict(requested=2, cores=0, load=0.0), "cores"),
@@ -32,7 +33,12 @@ def test_configure_threads_sets_torch(monkeypatch):
         torch.set_num_threads(2)
         monkeypatch.setattr(runtime.os, "getloadavg", lambda: (5.0, 5.0, 5.0))
         monkeypatch.setattr(runtime, "available_cores", lambda: 2)
+        monkeypatch.setattr(runtime, "OPENMP_PASSIVE", False)
         assert runtime.configure_threads() == 1
+        torch.set_num_threads(2)
+        monkeypatch.setattr(runtime, "OPENMP_PASSIVE", True)
+        assert runtime.configure_threads() == 2
+        monkeypatch.setattr(runtime, "OPENMP_PASSIVE", False)
         torch.set_num_threads(2)
         monkeypatch.setattr(runtime.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
         assert runtime.configure_threads("auto") == 2
@@ -44,8 +50,23 @@ def test_configure_threads_sets_torch(monkeypatch):
 
 
 def test_importing_companions_asks_openmp_to_sleep():
+    """In a fresh process: companions imported before torch makes OpenMP's waiters sleep (and
+    says so); imported after torch, it cannot, says so, and its children still get the policy."""
     import os
+    import subprocess
+    import sys
 
-    import companions  # noqa: F401
-
-    assert os.environ.get("OMP_WAIT_POLICY")  # set by companions where the user had not
+    code = (
+        "import os, sys\n{first}\nimport companions\nfrom companions import runtime\n"
+        "print(os.environ['OMP_WAIT_POLICY'], runtime.OPENMP_PASSIVE)"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    for first, expected in [("", "PASSIVE True"), ("import torch", "PASSIVE False")]:
+        out = subprocess.run(
+            [sys.executable, "-c", code.format(first=first)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split("\n")[-2]
+        assert out == expected
