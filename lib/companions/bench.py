@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import json
 import math
-import multiprocessing
 import statistics
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -178,7 +179,8 @@ def counted_flops(step: Callable[[], object]) -> float:
     return float(counter.get_total_flops())
 
 
-def _memory_child(topic: str, name: str, threads: int, queue) -> None:
+def _memory_child(topic: str, name: str, threads: int) -> tuple[int, int]:
+    """In a fresh process: build the case, run two steps, return ``(peak, increase)`` bytes."""
     import resource
 
     torch.set_num_threads(threads)
@@ -189,19 +191,23 @@ def _memory_child(topic: str, name: str, threads: int, queue) -> None:
     step()
     step()
     after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    queue.put((after * scale, (after - before) * scale))
+    return after * scale, (after - before) * scale
 
 
 def peak_memory(case: BenchCase, threads: int) -> tuple[int, int] | None:
-    """``(peak, increase)`` in bytes: the maximum resident set size of a fresh process that
-    builds ``case`` and runs two steps, and how much it grew over the process's peak before the
-    build (after its imports). ``None`` if the process fails."""
-    ctx = multiprocessing.get_context("spawn")
-    queue = ctx.Queue()
-    proc = ctx.Process(target=_memory_child, args=(case.topic, case.name, threads, queue))
-    proc.start()
-    proc.join()
-    return queue.get() if proc.exitcode == 0 and not queue.empty() else None
+    """``(peak, increase)`` in bytes: the maximum resident set size of a fresh Python process
+    that builds ``case`` and runs two steps, and how much it grew over that process's peak before
+    the build (after its imports). ``None`` if the process fails."""
+    code = (
+        "import json, sys\nfrom companions.bench import _memory_child\n"
+        "print(json.dumps(_memory_child(*json.loads(sys.argv[1]))))"
+    )
+    args = json.dumps([case.topic, case.name, threads])
+    proc = subprocess.run([sys.executable, "-c", code, args], capture_output=True, text=True)
+    if proc.returncode != 0:
+        return None
+    peak, increase = json.loads(proc.stdout.strip().splitlines()[-1])
+    return peak, increase
 
 
 def run(
