@@ -13,10 +13,10 @@ Reported per case: milliseconds per step (median over the timed steps), steps pe
 FLOPs per step (a closed form derived for the case where it has one, otherwise the matrix-product
 FLOPs that ``torch.utils.flop_counter`` counts in one step), achieved GFLOP/s against the
 machine's torch matmul peak measured in the same command (float32 and float64), and peak memory:
-the maximum resident set size (``resource.getrusage`` ``ru_maxrss``) of a fresh process that
-builds the case and runs two steps, and its increase over that process's peak after its imports
-(torch's allocations do not go through Python's allocator, so ``tracemalloc`` would not see
-them).
+the peak resident set size (``VmHWM`` of ``/proc/self/status``; ``resource.getrusage``'s
+``ru_maxrss`` where there is no ``/proc``) of a fresh process that builds the case and runs two
+steps, and its increase over that process's peak after its imports (torch's allocations do not
+go through Python's allocator, so ``tracemalloc`` would not see them).
 """
 
 from __future__ import annotations
@@ -179,19 +179,33 @@ def counted_flops(step: Callable[[], object]) -> float:
     return float(counter.get_total_flops())
 
 
-def _memory_child(topic: str, name: str, threads: int) -> tuple[int, int]:
-    """In a fresh process: build the case, run two steps, return ``(peak, increase)`` bytes."""
+def _peak_rss() -> int:
+    """This process's peak resident set size in bytes: ``VmHWM`` of ``/proc/self/status`` where
+    there is one (Linux; it starts afresh at ``exec``), else ``ru_maxrss``, which Linux carries
+    over from the parent across ``fork`` and ``exec``."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
     import resource
 
+    scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss is in KiB on Linux
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
+
+
+def _memory_child(topic: str, name: str, threads: int) -> tuple[int, int]:
+    """In a fresh process: build the case, run two steps, return ``(peak, increase)`` bytes."""
     torch.set_num_threads(threads)
     case = next(c for c in cases(topic) if c.name == name)
-    scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss is in KiB on Linux
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    before = _peak_rss()
     step = case.build()
     step()
     step()
-    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return after * scale, (after - before) * scale
+    after = _peak_rss()
+    return after, after - before
 
 
 def peak_memory(case: BenchCase, threads: int) -> tuple[int, int] | None:
@@ -295,7 +309,7 @@ def run(
         threads=threads,
         steps=steps,
         matmul_peak_gflops=peak,
-        memory="ru_maxrss (resource.getrusage) of a fresh process that builds the case and runs "
-        "2 steps, and its increase over the peak after the imports",
+        memory="peak RSS (VmHWM, else ru_maxrss) of a fresh process that builds the case and "
+        "runs 2 steps, and its increase over its peak after the imports",
         cases=rows,
     )
