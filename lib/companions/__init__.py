@@ -4,7 +4,7 @@ What a chapter uses: :func:`preset` (its parameters), :func:`setup` (device, dty
 :class:`Ledger` (its claims), and ``companions.plots`` (the book's figure style).
 
 - The core, shared by every chapter: ``scale``, ``ledger``, ``runtime``, ``train``, ``plots``,
-  ``losses``, ``stats``.
+  ``losses``, ``stats``, and ``bench`` (``python -m companions bench``).
 - One subpackage per source topic (listed in ``scale.TOPICS``): its ``chapters`` module declares
   the topic's chapters, its other modules hold the mathematics.
 - ``book``: the book's machinery (command line, assignments, Sphinx extensions), which nothing
