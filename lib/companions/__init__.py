@@ -14,13 +14,31 @@ What a chapter uses: :func:`preset` (its parameters), :func:`setup` (device, dty
 import os
 import sys
 
-# Threads that wait sleep instead of spinning (see companions.runtime): effective in this process
-# only if torch (and so OpenMP) is not loaded yet, and in every process started from here (the
-# chapters' kernels). Whether it is in effect here is recorded for companions.runtime.
-_PASSIVE = os.environ.get("OMP_WAIT_POLICY", "").upper() == "PASSIVE" or (
-    "torch" not in sys.modules and "OMP_WAIT_POLICY" not in os.environ
-)
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+def _busy(cores: int, load: float) -> bool:
+    """Whether a 1-minute load average of ``load`` leaves less than one of ``cores`` free."""
+    return load > cores - 1
+
+
+def _choose_wait_policy() -> bool:
+    """On a busy machine, ask OpenMP's waiting threads to sleep instead of spinning
+    (``OMP_WAIT_POLICY=PASSIVE``, where not set): it takes effect in this process only if torch
+    (and so OpenMP) is not loaded yet, and in every process started from here (the chapters'
+    kernels). On an idle machine spinning is faster (small operations back to back), so the
+    policy is left alone. Returns whether waiting threads sleep in this process."""
+    if "OMP_WAIT_POLICY" not in os.environ:
+        try:
+            busy = _busy(len(os.sched_getaffinity(0)), os.getloadavg()[0])
+        except (AttributeError, OSError):  # pragma: no cover (no affinity or load average)
+            busy = False
+        if not busy:
+            return False
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+        return "torch" not in sys.modules
+    return os.environ["OMP_WAIT_POLICY"].upper() == "PASSIVE"
+
+
+_PASSIVE = _choose_wait_policy()
 
 from companions import runtime as _runtime  # noqa: E402
 from companions.ledger import ClaimFailed, Ledger  # noqa: E402

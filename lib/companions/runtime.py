@@ -6,10 +6,11 @@ Threads under load: torch's OpenMP threads wait for each other at the end of eve
 region, by default spinning. When other processes hold the cores, one of a chapter's threads is
 often descheduled and the other spins out its time slice waiting for it: on a busy 2-core machine
 a 2-thread trainer ran 5-400x slower than with waiting threads that sleep. So ``companions``, when
-imported, sets ``OMP_WAIT_POLICY=PASSIVE`` where it is not set: it takes effect in this process if
-torch is not loaded yet, and in every process started from it (the chapters' kernels under
-``python -m companions run``). Where it is not in effect (torch was loaded first, with another
-policy), :func:`setup` uses no more threads than the cores the load average leaves free
+imported on a busy machine (the load average leaves less than one core free), sets
+``OMP_WAIT_POLICY=PASSIVE`` where it is not set: it takes effect in this process if torch is not
+loaded yet, and in every process started from it (the chapters' kernels under ``python -m
+companions run``). On an idle machine spinning is faster and is left alone. Where sleeping is not
+in effect, :func:`setup` uses no more threads than the cores the load average leaves free
 (:func:`threads_for_load`; at least one). ``COMPANIONS_THREADS`` = a number fixes the count;
 ``auto`` (the default) follows this rule.
 """

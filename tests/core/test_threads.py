@@ -49,21 +49,35 @@ def test_configure_threads_sets_torch(monkeypatch):
         torch.set_num_threads(before)
 
 
-def test_importing_companions_asks_openmp_to_sleep():
-    """In a fresh process: companions imported before torch makes OpenMP's waiters sleep (and
-    says so); imported after torch, it cannot, says so, and its children still get the policy."""
+def test_busy_machine_rule():
+    import companions
+
+    assert not companions._busy(2, 0.3) and companions._busy(2, 1.5)
+    assert not companions._busy(16, 14.9) and companions._busy(16, 15.1)
+
+
+def test_importing_companions_on_a_busy_machine_asks_openmp_to_sleep():
+    """In a fresh process (load average faked): busy and companions imported before torch, the
+    waiters sleep (and runtime says so); imported after torch, the children get the policy but
+    this process cannot; idle, nothing is set."""
     import os
     import subprocess
     import sys
 
     code = (
-        "import os, sys\n{first}\nimport companions\nfrom companions import runtime\n"
-        "print(os.environ['OMP_WAIT_POLICY'], runtime.OPENMP_PASSIVE)"
+        "import os, sys\nos.getloadavg = lambda: ({load}, 0.0, 0.0)\n{first}\n"
+        "import companions\nfrom companions import runtime\n"
+        "print(os.environ.get('OMP_WAIT_POLICY'), runtime.OPENMP_PASSIVE)"
     )
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
-    for first, expected in [("", "PASSIVE True"), ("import torch", "PASSIVE False")]:
+    cores = len(os.sched_getaffinity(0))
+    for load, first, expected in [
+        (cores + 5, "", "PASSIVE True"),
+        (cores + 5, "import torch", "PASSIVE False"),
+        (0.0, "", "None False"),
+    ]:
         out = subprocess.run(
-            [sys.executable, "-c", code.format(first=first)],
+            [sys.executable, "-c", code.format(load=load, first=first)],
             env=env,
             capture_output=True,
             text=True,
