@@ -4,16 +4,55 @@ What a chapter uses: :func:`preset` (its parameters), :func:`setup` (device, dty
 :class:`Ledger` (its claims), and ``companions.plots`` (the book's figure style).
 
 - The core, shared by every chapter: ``scale``, ``ledger``, ``runtime``, ``train``, ``plots``,
-  ``losses``, ``stats``.
+  ``losses``, ``stats``, and ``bench`` (``python -m companions bench``).
 - One subpackage per source topic (listed in ``scale.TOPICS``): its ``chapters`` module declares
   the topic's chapters, its other modules hold the mathematics.
 - ``book``: the book's machinery (command line, assignments, Sphinx extensions), which nothing
   else imports. See CONTRIBUTING.md for the rules.
 """
 
-from companions.ledger import ClaimFailed, Ledger
-from companions.runtime import Runtime, setup
-from companions.scale import Chapter, Choice, Float, Int, ListOf, chapters, preset, register_chapter
+import os
+import sys
+
+
+def _busy(cores: int, load: float) -> bool:
+    """Whether a 1-minute load average of ``load`` leaves less than one of ``cores`` free."""
+    return load > cores - 1
+
+
+def _choose_wait_policy() -> bool:
+    """On a busy machine, ask OpenMP's waiting threads to sleep instead of spinning
+    (``OMP_WAIT_POLICY=PASSIVE``, where not set): it takes effect in this process only if torch
+    (and so OpenMP) is not loaded yet, and in every process started from here (the chapters'
+    kernels). On an idle machine spinning is faster (small operations back to back), so the
+    policy is left alone. Returns whether waiting threads sleep in this process."""
+    if "OMP_WAIT_POLICY" not in os.environ:
+        try:
+            busy = _busy(len(os.sched_getaffinity(0)), os.getloadavg()[0])
+        except (AttributeError, OSError):  # pragma: no cover (no affinity or load average)
+            busy = False
+        if not busy:
+            return False
+        os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+        return "torch" not in sys.modules
+    return os.environ["OMP_WAIT_POLICY"].upper() == "PASSIVE"
+
+
+_PASSIVE = _choose_wait_policy()
+
+from companions import runtime as _runtime  # noqa: E402
+from companions.ledger import ClaimFailed, Ledger  # noqa: E402
+from companions.runtime import Runtime, setup  # noqa: E402
+from companions.scale import (  # noqa: E402
+    Chapter,
+    Choice,
+    Float,
+    Int,
+    ListOf,
+    chapters,
+    preset,
+    register_chapter,
+)
 
 __all__ = [
     "ClaimFailed",
@@ -30,3 +69,4 @@ __all__ = [
     "register_chapter",
 ]
 __version__ = "0.1.0"
+_runtime.OPENMP_PASSIVE = _PASSIVE

@@ -1,10 +1,23 @@
 """Device, dtype and seeding: the same chapter runs on CPU and CUDA, and is reproducible.
 
 Same seed, same device: same numbers (``torch.use_deterministic_algorithms`` is switched on).
+
+Threads under load: torch's OpenMP threads wait for each other at the end of every parallel
+region, by default spinning. When other processes hold the cores, one of a chapter's threads is
+often descheduled and the other spins out its time slice waiting for it: on a busy 2-core machine
+a 2-thread trainer ran 5-400x slower than with waiting threads that sleep. So ``companions``, when
+imported on a busy machine (the load average leaves less than one core free), sets
+``OMP_WAIT_POLICY=PASSIVE`` where it is not set: it takes effect in this process if torch is not
+loaded yet, and in every process started from it (the chapters' kernels under ``python -m
+companions run``). On an idle machine spinning is faster and is left alone. Where sleeping is not
+in effect, :func:`setup` uses no more threads than the cores the load average leaves free
+(:func:`threads_for_load`; at least one). ``COMPANIONS_THREADS`` = a number fixes the count;
+``auto`` (the default) follows this rule.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import random
 from dataclasses import dataclass
@@ -13,6 +26,60 @@ import numpy as np
 import torch
 
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
+THREADS_ENV = "COMPANIONS_THREADS"
+#: Whether OpenMP's waiting threads sleep in this process (set by ``companions`` on import).
+OPENMP_PASSIVE = False
+
+
+def threads_for_load(requested: int, cores: int, load: float, passive: bool = False) -> int:
+    """How many threads to use: ``requested``, but, unless waiting threads sleep (``passive``),
+    no more than the cores that a load average of ``load`` leaves free (rounded to the nearest),
+    and at least one. (With sleeping waiters, more threads get more of a busy machine's time.)"""
+    if requested < 1:
+        raise ValueError(f"parameter 'requested' = {requested} is not allowed: expected >= 1")
+    if cores < 1:
+        raise ValueError(f"parameter 'cores' = {cores} is not allowed: expected >= 1")
+    if not load >= 0:
+        raise ValueError(f"parameter 'load' = {load} is not allowed: expected a number >= 0")
+    if passive:
+        return requested
+    return max(1, min(requested, math.floor(cores - load + 0.5)))
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the OS reports it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover (macOS, Windows)
+        return os.cpu_count() or 1
+
+
+def configure_threads(threads: int | str | None = None) -> int:
+    """Set torch's thread count and return it. ``threads``: a number (used as it is), or
+    ``'auto'`` / ``None`` (the default, or ``$COMPANIONS_THREADS``): torch's current count, which
+    :func:`threads_for_load` lowers to the cores the 1-minute load average leaves free where
+    OpenMP's waiting threads spin (:data:`OPENMP_PASSIVE` false)."""
+    if threads is None:
+        threads = os.environ.get(THREADS_ENV, "auto")
+    if isinstance(threads, str) and threads != "auto":
+        if not threads.strip().isdigit():
+            raise ValueError(
+                f"parameter 'threads' (or ${THREADS_ENV}) = {threads!r} is not allowed: "
+                "expected 'auto' or a number >= 1"
+            )
+        threads = int(threads)
+    if threads == "auto":
+        try:
+            load = os.getloadavg()[0]
+        except OSError:  # pragma: no cover (no load average)
+            load = 0.0
+        threads = threads_for_load(
+            torch.get_num_threads(), available_cores(), load, passive=OPENMP_PASSIVE
+        )
+    if threads < 1:
+        raise ValueError(f"parameter 'threads' = {threads} is not allowed: expected >= 1")
+    torch.set_num_threads(threads)
+    return threads
 
 
 def resolve_device(device: str = "auto") -> torch.device:
@@ -74,9 +141,16 @@ class Runtime:
         )
 
 
-def setup(device: str = "auto", seed: int = 0, dtype: str | torch.dtype = "float64") -> Runtime:
-    """Resolve the device and dtype, seed every generator and make torch deterministic."""
+def setup(
+    device: str = "auto",
+    seed: int = 0,
+    dtype: str | torch.dtype = "float64",
+    threads: int | str | None = None,
+) -> Runtime:
+    """Resolve the device and dtype, seed every generator, make torch deterministic and choose
+    the number of threads (:func:`configure_threads`: by default no more than the free cores)."""
     dev = resolve_device(device)
+    configure_threads(threads)
     if dev.type == "cuda":
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     torch.use_deterministic_algorithms(True, warn_only=True)

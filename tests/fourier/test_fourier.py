@@ -172,7 +172,9 @@ def test_bad_parameters_are_named():
 
 def test_masked_neurons_stay_zero_and_runs_are_independent():
     g = torch.Generator().manual_seed(5)
-    run = ftr.train(5, 2, [3, 8], 30, 0.05, g, lam=1e-3, log_every=10, progress=False)
+    run = ftr.train(
+        5, 2, [3, 8], 30, 0.05, g, lam=1e-3, log_every=10, dtype=torch.float64, progress=False
+    )
     assert torch.all(run.U[0, 3:] == 0) and torch.all(run.W[0, 3:] == 0)
     assert bool((run.U[1, 3:] != 0).any())
     # a run trained alone from the same initialization gives the same parameters (runs do not
@@ -237,3 +239,46 @@ def test_training_chapter_parameters():
         companions.preset("fourier-training", "smoke", p=15)
     with pytest.raises(ValueError, match="'batch'"):
         companions.preset("fourier-training", "smoke", batch=10**6)
+
+
+@pytest.mark.parametrize("k", [2, 3])
+@pytest.mark.parametrize("full", [True, False])
+def test_table_forward_and_backward_match_autograd_in_float64(k, full):
+    """The training step's hand-written backward (forward_table) against autograd through
+    forward, float64: logits and both gradients agree to round-off, on the full grid and on a
+    minibatch with repeated inputs."""
+    p, m = 5, 7
+    g = torch.Generator().manual_seed(11)
+    U = torch.randn(2, m, k, p, generator=g, dtype=torch.float64)
+    W = torch.randn(2, m, p, generator=g, dtype=torch.float64)
+    a_all, y_all = fnet.dataset(p, k)
+    idx = torch.randint(0, p**k, (40,), generator=g)
+    a, y = (a_all, y_all) if full else (a_all[idx], y_all[idx])
+    G = torch.randn(2, a.shape[0], p, generator=g, dtype=torch.float64)
+
+    U1, W1 = U.clone().requires_grad_(True), W.clone().requires_grad_(True)
+    (fnet.forward(U1, W1, a) * G).sum().backward()
+    E, W2 = fnet.table(U).requires_grad_(True), W.clone().requires_grad_(True)
+    logits = fnet.forward_table(E, W2, None if full else a)
+    (logits * G).sum().backward()
+    assert torch.allclose(logits, fnet.forward(U, W, a), rtol=1e-12, atol=1e-12)
+    assert torch.allclose(fnet.untable(E.grad), U1.grad, rtol=1e-12, atol=1e-10)
+    assert torch.allclose(W2.grad, W1.grad, rtol=1e-12, atol=1e-10)
+    assert torch.equal(fnet.untable(fnet.table(U)), U)
+    assert torch.autograd.gradcheck(
+        lambda e, w: fnet.forward_table(e, w, None if full else a),
+        (fnet.table(U[:1, :3]).requires_grad_(True), W[:1, :3].clone().requires_grad_(True)),
+    )
+
+
+def test_float32_training_logs_in_float64_and_tracks_float64_training():
+    """Float32 training returns float64 parameters and logs, and follows the float64 run closely
+    over a short run (same initialization)."""
+    kw = dict(lam=1e-3, log_every=10, progress=False)
+    r32 = ftr.train(5, 2, [8], 40, 0.05, torch.Generator().manual_seed(3), **kw)
+    r64 = ftr.train(
+        5, 2, [8], 40, 0.05, torch.Generator().manual_seed(3), dtype=torch.float64, **kw
+    )
+    assert r32.U.dtype == r32.rho.dtype == torch.float64
+    assert torch.allclose(r32.U0, r64.U0, atol=1e-6)
+    assert torch.allclose(r32.rho, r64.rho, atol=1e-3)

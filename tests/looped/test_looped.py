@@ -251,3 +251,70 @@ def test_chapter_parameters_are_validated():
     with pytest.raises(ValueError, match="n_values"):
         preset("looped-gd", "smoke", n_values=[16])  # the chapter compares two or more n
     assert preset("looped-gd", "smoke", n_values=[8, 9]).n_values == (8, 9)
+
+
+@pytest.mark.parametrize("per_prompt", [False, True])
+def test_gram_form_matches_last_row_and_masked_forms_with_gradients(per_prompt):
+    """The training loop's Gram form against the last-row and the masked (as written) forms, in
+    float64: outputs, every loop's output, the final Z and the gradients in Q and P agree to
+    round-off, with a scalar or a per-prompt step size."""
+    g = torch.Generator().manual_seed(21)
+    X, _, y = lc.sample_prompts(6, 9, 3, g)
+    Z0 = lc.input_matrix(X, y, torch.randn(6, generator=g, dtype=torch.float64))
+    Q0 = torch.randn(4, 4, generator=g, dtype=torch.float64)
+    P0 = torch.randn(4, 4, generator=g, dtype=torch.float64)
+    etas = 0.02 * (1 + torch.rand(4, 6, generator=g, dtype=torch.float64)) if per_prompt else 0.03
+    results = []
+    for form in ("gram", "last-row", "masked"):
+        Q, P = Q0.clone().requires_grad_(True), P0.clone().requires_grad_(True)
+        if form == "gram":
+            outs, Z = lc.looped_transformer_gram(Z0, Q, P, etas, loops=4, trajectory=True)
+        else:
+            outs, Z = lc.looped_transformer(
+                Z0, Q, P, etas, loops=4, faithful=form == "masked", trajectory=True
+            )
+        (outs.pow(3).sum() + Z.sum()).backward()
+        results.append((outs.detach(), Z.detach(), Q.grad, P.grad))
+    for other in results[1:]:
+        for a, b in zip(results[0], other):
+            assert torch.allclose(a, b, rtol=1e-10, atol=1e-12)
+    assert results[0][0].abs().max() > 1e-3  # not a trivial (zero) comparison
+
+
+def test_looped_trainer_float64_matches_the_last_row_trainer():
+    """The trainer (Gram form) in float64 against the former trainer (last-row attention, as
+    written before the Gram form) step by step: same data, same Adam, weights equal to
+    round-off after a few steps; float32 training returns a float64 model."""
+    steps, d, n, loops, batch = 5, 3, 16, 4, 32
+    model, history = ltr.train_looped_transformer(
+        d,
+        n,
+        loops,
+        steps,
+        batch,
+        torch.Generator().manual_seed(3),
+        dtype=torch.float64,
+        progress=False,
+    )
+    g = torch.Generator().manual_seed(3)
+    ref = ltr.LoopedLinearTransformer(d, ltr.fixed_step_for_gaussian(n, d), generator=g)
+    opt = torch.optim.Adam(ref.parameters(), lr=1e-2)
+    for _ in range(steps):
+        Z0, theta, alpha = ltr.sample_training_batch(batch, n, d, g)
+        out, _ = lc.looped_transformer(Z0, ref.Q, ref.P, ref.eta, loops=loops, faithful=False)
+        loss = (((out * theta).sum(-1) - alpha) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert abs(float(loss.detach()) - history.loss[-1]) < 1e-10
+    assert torch.allclose(model.Q, ref.Q.detach(), atol=1e-10)
+    assert torch.allclose(model.P, ref.P.detach(), atol=1e-10)
+    assert not torch.allclose(
+        model.Q,
+        0.1
+        * torch.randn(
+            d + 1, d + 1, generator=torch.Generator().manual_seed(3), dtype=torch.float64
+        ),
+    )
+    m32, _ = ltr.train_looped_transformer(d, n, loops, 3, batch, torch.Generator(), progress=False)
+    assert m32.Q.dtype == torch.float64

@@ -1,5 +1,5 @@
 """Command line of the book:
-``python -m companions list | run | ledger | assign | grade | student-edition``.
+``python -m companions list | run | ledger | assign | grade | student-edition | bench``.
 
 ``run`` validates every parameter with :func:`companions.preset` before anything is written, then
 converts the chapter's MyST notebook to ``.ipynb`` with jupytext and executes it with papermill in
@@ -36,6 +36,7 @@ examples:
   python -m companions grade looped-gd submission.ipynb
   python -m companions grade looped-gd submissions/ --feedback feedback/  # gradebook CSV
   python -m companions student-edition               # the book without solutions, _build/student/
+  python -m companions bench --topic fourier --json bench.json   # time the trainers here
 
 'run' is the same as this pipe (papermill cannot read MyST .md notebooks by itself):
   jupytext --to ipynb book/x.md -o - | papermill - out.ipynb -p scale paper
@@ -581,7 +582,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(
         dest="command",
         required=True,
-        metavar="{list,run,ledger,assign,grade,build,student-edition}",
+        metavar="{list,run,ledger,assign,grade,build,student-edition,bench}",
     )
 
     p_list = sub.add_parser(
@@ -716,7 +717,34 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", default="_build/student", help="output folder (default: _build/student)"
     )
     p_stu.set_defaults(func=cmd_student_edition)
+
+    p_bch = sub.add_parser(
+        "bench",
+        help="time every topic's trainers on this machine (steps/s, GFLOP/s against the "
+        "measured matmul peak, peak memory), beside the public peers",
+    )
+    p_bch.add_argument("--topic", default=None, help="one topic (default: every topic)")
+    p_bch.add_argument("--steps", type=int, default=20, help="timed steps per case (default: 20)")
+    p_bch.add_argument(
+        "--threads", type=int, default=None, help="torch threads (default: torch's own count)"
+    )
+    p_bch.add_argument("--json", default=None, help="also write the report to this JSON file")
+    p_bch.add_argument(
+        "--no-memory", action="store_true", help="skip the peak-memory runs (a process per case)"
+    )
+    p_bch.set_defaults(func=cmd_bench)
     return parser
+
+
+def cmd_bench(args) -> int:
+    from companions import bench
+
+    report = bench.run(
+        args.topic, args.steps, args.threads, memory=not args.no_memory, out=sys.stdout
+    )
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=1))
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -126,3 +126,76 @@ def gamma_star_symbolic(p=None, k=None) -> sp.Expr:
 
 def is_odd_prime(p: int) -> bool:
     return p > 2 and all(p % q for q in range(2, int(math.isqrt(p)) + 1))
+
+
+def table(U: torch.Tensor) -> torch.Tensor:
+    """The embedding tables of ``U (..., m, k, p)``: ``E (..., k, p, m)`` with ``E[..., j, a, i] =
+    u_{i,j}(a)``, a contiguous copy, so the pre-activation of an input is a sum of ``k`` rows."""
+    return U.movedim(-3, -1).clone(memory_format=torch.contiguous_format)
+
+
+def untable(E: torch.Tensor) -> torch.Tensor:
+    """The inverse of :func:`table`: ``U (..., m, k, p)`` (a view of ``E``)."""
+    return E.movedim(-1, -3)
+
+
+def _table_hidden(E: torch.Tensor, a: torch.Tensor | None) -> torch.Tensor:
+    """Pre-activations ``(..., N, m)`` from the tables ``E (..., k, p, m)``: with ``a = None`` on
+    all of ``D_p`` in lexicographic order (a broadcast sum, no gather), else the row gather
+    ``E_1[a_1] + ... + E_k[a_k]``."""
+    *lead, k, p, m = E.shape
+    if a is None:
+        h = E[..., 0, :, :].reshape(*lead, p, *[1] * (k - 1), m)
+        for j in range(1, k):
+            shape = [1] * k
+            shape[j] = p
+            h = h + E[..., j, :, :].reshape(*lead, *shape, m)
+        return h.reshape(*lead, p**k, m)
+    h = E[..., 0, :, :].index_select(-2, a[:, 0])
+    for j in range(1, k):
+        h = h + E[..., j, :, :].index_select(-2, a[:, j])
+    return h
+
+
+class _PowerHead(torch.autograd.Function):
+    """``f = (E_1[a_1] + ... + E_k[a_k])^k W`` (eq. 4.2) with a hand-written backward: the
+    gradient of the tables is a sum of rows (a reshape-and-sum on the full grid, an
+    ``index_add`` otherwise), and no intermediate beyond ``h`` and ``h^k`` is kept."""
+
+    @staticmethod
+    def forward(ctx, E, W, a):
+        k = E.shape[-3]
+        h = _table_hidden(E, a)
+        act = h * h if k == 2 else h.pow(k)
+        ctx.save_for_backward(E, W, a, h, act)
+        return act @ W
+
+    @staticmethod
+    def backward(ctx, G):
+        E, W, a, h, act = ctx.saved_tensors
+        *lead, k, p, m = E.shape
+        dW = act.transpose(-1, -2) @ G if ctx.needs_input_grad[1] else None
+        dE = None
+        if ctx.needs_input_grad[0]:
+            dh = G @ (k * W).transpose(-1, -2)  # the factor k on the small W, not on dh
+            dh.mul_(h if k == 2 else h.pow(k - 1))
+            if a is None:
+                grid = dh.reshape(*lead, *[p] * k, m)
+                nd = len(lead)
+                dE = torch.stack(
+                    [grid.sum([nd + i for i in range(k) if i != j]) for j in range(k)], dim=-3
+                )
+            else:
+                dE = torch.zeros_like(E)
+                for j in range(k):
+                    dE[..., j, :, :].index_add_(-2, a[:, j], dh)
+        return dE, dW, None
+
+
+def forward_table(E: torch.Tensor, W: torch.Tensor, a: torch.Tensor | None = None) -> torch.Tensor:
+    """:func:`forward` from the tables ``E = table(U)`` (same values; a faster step): logits
+    ``(..., N, p)`` on the inputs ``a (N, k)``, or with ``a = None`` on all of ``D_p`` in the order
+    of :func:`dataset`."""
+    if a is None:
+        return _PowerHead.apply(E, W, None)
+    return _PowerHead.apply(E, W, a)

@@ -15,7 +15,17 @@ from companions.fourier.diagnostics import (
     neuron_spectrum,
     phase_lock,
 )
-from companions.fourier.network import dataset, forward, gamma_star, margins, neuron_norms, norm_ab
+from companions.fourier.network import (
+    dataset,
+    forward,
+    forward_table,
+    gamma_star,
+    margins,
+    neuron_norms,
+    norm_ab,
+    table,
+    untable,
+)
 
 
 @dataclass
@@ -23,7 +33,8 @@ class TrainRun:
     """Runs trained side by side. ``U (R, M, k, p)``, ``W (R, M, p)`` final parameters (neurons
     beyond a run's width stay exactly zero), ``U0``, ``W0`` the initial ones, ``widths (R,)``; the
     logs ``steps``, ``rho (T, R)`` = normalized margin / gamma*, ``loss (T, R)`` (cross-entropy
-    only) and ``accuracy (T, R)`` on all of D_p."""
+    only) and ``accuracy (T, R)`` on all of D_p. Parameters and logs are float64 whatever the
+    training dtype (the logs are computed from the parameters cast to float64)."""
 
     U: torch.Tensor
     W: torch.Tensor
@@ -49,13 +60,14 @@ def init_network(
     """Entries i.i.d. ``N(0, 1/p)`` (the spec's proposal; the source does not give its
     initialization). With ``widths`` (one per run), neurons beyond a run's width are zero, and stay
     zero in training: their gradient, their penalty's gradient and AdamW's decay all vanish at zero
-    for k >= 2."""
-    U = torch.randn(runs, width, k, p, generator=generator, dtype=dtype) / math.sqrt(p)
-    W = torch.randn(runs, width, p, generator=generator, dtype=dtype) / math.sqrt(p)
+    for k >= 2. The draws are made in float64 and then cast, so every dtype starts from the same
+    network (to its precision)."""
+    U = torch.randn(runs, width, k, p, generator=generator, dtype=torch.float64) / math.sqrt(p)
+    W = torch.randn(runs, width, p, generator=generator, dtype=torch.float64) / math.sqrt(p)
     if widths is not None:
-        mask = (torch.arange(width)[None, :] < torch.tensor(widths)[:, None]).to(dtype)
+        mask = (torch.arange(width)[None, :] < torch.tensor(widths)[:, None]).to(torch.float64)
         U, W = U * mask[..., None, None], W * mask[..., None]
-    return U.to(device), W.to(device)
+    return U.to(device=device, dtype=dtype), W.to(device=device, dtype=dtype)
 
 
 def train(
@@ -72,7 +84,7 @@ def train(
     log_every: int = 100,
     decay_fraction: float = 0.2,
     warmup: int = 0,
-    dtype=torch.float64,
+    dtype=torch.float32,
     device="cpu",
     desc: str = "training",
     progress: bool = True,
@@ -86,6 +98,12 @@ def train(
     of D_p; otherwise minibatches drawn from ``generator``. The learning rate warms up linearly over
     ``warmup`` steps and decays by a cosine over the last ``decay_fraction`` of the steps. The
     normalized margin is measured on all of D_p every ``log_every`` steps and at the end.
+
+    Training runs in ``dtype`` (float32 by default: the step needs no more); the margins, losses and
+    accuracies of the logs, and the returned parameters, are float64 (the parameters cast), so the
+    bound ``rho <= 1`` is checked in float64. The step computes the hidden layer from contiguous
+    tables ``E = table(U)`` with a hand-written backward (:func:`forward_table`); the same
+    parameters as :func:`forward`, to round-off.
     """
     if regularizer not in ("l2k1", "adamw", "l22"):
         raise ValueError(
@@ -96,12 +114,13 @@ def train(
 
     a, y = dataset(p, k, device=device)
     U, W = init_network(len(widths), max(widths), p, k, generator, widths, dtype, device)
-    run = TrainRun(U.clone(), W.clone(), U.clone(), W.clone(), list(widths))
-    U, W = U.requires_grad_(True), W.requires_grad_(True)
+    U64, W64 = U.double(), W.double()
+    run = TrainRun(U64.clone(), W64.clone(), U64.clone(), W64.clone(), list(widths))
+    E, W = table(U).requires_grad_(True), W.clone().requires_grad_(True)
     if regularizer == "adamw":
-        opt = torch.optim.AdamW([U, W], lr=lr, betas=(0.9, 0.98), weight_decay=weight_decay)
+        opt = torch.optim.AdamW([E, W], lr=lr, betas=(0.9, 0.98), weight_decay=weight_decay)
     else:
-        opt = torch.optim.Adam([U, W], lr=lr)
+        opt = torch.optim.Adam([E, W], lr=lr)
     decay_from = int(steps * (1 - decay_fraction))
 
     def lr_at(t):
@@ -115,9 +134,10 @@ def train(
 
     def log(t):  # over all of D_p, chunk by chunk (the full logits need not fit in memory)
         with torch.no_grad():
+            U64, W64 = untable(E).double(), W.double()
             hmin, ce_sum, correct = None, 0.0, 0.0
             for i in range(0, n, 4096):
-                logits = forward(U, W, a[i : i + 4096])
+                logits = forward(U64, W64, a[i : i + 4096])
                 yc = y[i : i + 4096]
                 g = margins(logits, yc).amin(-1)
                 hmin = g if hmin is None else torch.minimum(hmin, g)
@@ -125,47 +145,67 @@ def train(
                     logits.reshape(-1, p), yc.repeat(len(widths)), reduction="none"
                 )
                 ce_sum = ce_sum + ce.reshape(len(widths), -1).sum(-1)
-                correct = correct + (logits.argmax(-1) == yc).to(dtype).sum(-1)
+                correct = correct + (logits.argmax(-1) == yc).double().sum(-1)
             run.steps.append(t)
-            run.rho.append((hmin / norm_ab(U, W, k + 1).pow(k + 1) / gs).cpu())
+            run.rho.append((hmin / norm_ab(U64, W64, k + 1).pow(k + 1) / gs).cpu())
             run.loss.append((ce_sum / n).cpu())
             run.accuracy.append((correct / n).cpu())
 
+    step = training_step(p, k, E, W, opt, generator, regularizer, lam, batch, a, y)
     bar = tqdm(range(steps), desc=desc, disable=not progress, mininterval=0.5)
     for t in bar:
         if t % log_every == 0:
             log(t)
-        for group in opt.param_groups:
-            group["lr"] = lr_at(t)
-        if batch:
-            idx = torch.randint(0, n, (batch,), generator=generator).to(device)
-            ab, yb = a[idx], y[idx]
-        else:
-            ab, yb = a, y
-        logits = forward(U, W, ab)
-        ce = torch.nn.functional.cross_entropy(
-            logits.reshape(-1, p), yb.repeat(len(widths)), reduction="none"
-        )
-        loss = ce.reshape(len(widths), -1).mean(-1).sum()
-        if regularizer == "l2k1":
-            loss = loss + lam * norm_ab(U, W, k + 1).sum()
-        elif regularizer == "l22":
-            loss = loss + lam * (U.pow(2).sum((-1, -2, -3)) + W.pow(2).sum((-1, -2))).sum()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if not math.isfinite(float(loss.detach())):
+        loss = step(lr_at(t))
+        if not math.isfinite(loss):
             bar.close()
-            raise FloatingPointError(f"loss became {float(loss.detach())} at step {t}: lower 'lr'")
-        opt.step()
+            raise FloatingPointError(f"loss became {loss} at step {t}: lower 'lr'")
     bar.close()
     log(steps)
-    run.U, run.W = U.detach(), W.detach()
+    run.U, run.W = untable(E.detach()).double().contiguous(), W.detach().double()
     run.rho, run.loss, run.accuracy = (
         torch.stack(run.rho),
         torch.stack(run.loss),
         torch.stack(run.accuracy),
     )
     return run
+
+
+def training_step(
+    p, k, E, W, opt, generator, regularizer="l2k1", lam=1e-3, batch=0, a=None, y=None
+):
+    """One optimizer step of :func:`train` on the tables ``E (R, k, p, M)`` and ``W (R, M, p)``
+    (leaf tensors that ``opt`` updates): returns ``step(lr) -> loss`` (a float, taken before the
+    update; the update is made even if it is not finite). ``a``, ``y``: :func:`dataset`'s
+    inputs, made here if not given."""
+    if a is None or y is None:
+        a, y = dataset(p, k, device=E.device)
+    runs, n = E.shape[0], a.shape[0]
+
+    def step(lr: float) -> float:
+        for group in opt.param_groups:
+            group["lr"] = lr
+        if batch:
+            idx = torch.randint(0, n, (batch,), generator=generator).to(E.device)
+            ab, yb = a[idx], y[idx]
+        else:
+            ab, yb = None, y  # None: all of D_p, in the order of ``dataset``
+        logits = forward_table(E, W, ab)
+        ce = torch.nn.functional.cross_entropy(
+            logits.reshape(-1, p), yb.repeat(runs), reduction="none"
+        )
+        loss = ce.reshape(runs, -1).mean(-1).sum()
+        if regularizer == "l2k1":
+            loss = loss + lam * norm_ab(untable(E), W, k + 1).sum()
+        elif regularizer == "l22":
+            loss = loss + lam * (E.pow(2).sum((-1, -2, -3)) + W.pow(2).sum((-1, -2))).sum()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        value = float(loss.detach())
+        opt.step()
+        return value
+
+    return step
 
 
 def diagnostics(U: torch.Tensor, W: torch.Tensor, live_fraction: float = 0.1) -> dict:

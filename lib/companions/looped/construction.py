@@ -110,6 +110,36 @@ def looped_transformer(
     return (torch.stack(outputs), Z) if trajectory else (-Z[..., n, :d], Z)
 
 
+def looped_transformer_gram(
+    Z0: torch.Tensor,
+    Q: torch.Tensor,
+    P: torch.Tensor,
+    etas,
+    loops: int | None = None,
+    trajectory=False,
+):
+    """:func:`looped_transformer` in Gram form (same values, to round-off, as ``faithful=False``).
+
+    Attention changes only the query row ``z`` (the mask's last row), so the context rows
+    ``Z_{1:n}`` never change, and the last-row attention ``(z^T Q Z_{1:n}^T) Z_{1:n} P`` equals
+    ``z^T Q C P`` with ``C = Z_{1:n}^T Z_{1:n}``, built once per prompt: each loop costs
+    O(d^2) instead of O(n d). Returns what :func:`looped_transformer` returns."""
+    etas = _per_loop(etas, loops, Z0)
+    n, d = Z0.shape[-2] - 1, Z0.shape[-1] - 1
+    context = Z0[..., :n, :]
+    C = context.transpose(-1, -2) @ context
+    z = Z0[..., n:, :]
+    outputs = [-z[..., 0, :d]] if trajectory else None
+    for eta in etas:
+        zQ = z @ Q  # one product for the batch (Q is shared)
+        zQC = (zQ.transpose(-1, -2) * C).sum(-2, keepdim=True)  # per prompt: no tiny bmm
+        z = z - eta.reshape(*eta.shape, 1, 1) * (zQC @ P)
+        if trajectory:
+            outputs.append(-z[..., 0, :d])
+    Z = torch.cat([context, z], dim=-2)
+    return (torch.stack(outputs), Z) if trajectory else (-z[..., 0, :d], Z)
+
+
 def gradient_descent(
     X: torch.Tensor,
     y: torch.Tensor,

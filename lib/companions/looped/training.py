@@ -7,14 +7,16 @@ import math
 import torch
 
 from companions.incontext import sample_prompts
-from companions.looped.construction import input_matrix, looped_transformer
+from companions.looped.construction import input_matrix, looped_transformer_gram
 from companions.looped.theory import prediction_error
 from companions.train import fit
 
 
 class LoopedLinearTransformer(torch.nn.Module):
     """Definition 8.7 with learnable Q, P shared by every loop and a fixed step size ``eta``.
-    Uses the O(n d^2) last-row attention, equal to the masked form (checked in the chapter)."""
+    Uses the Gram form of the loop (:func:`looped_transformer_gram`): ``C = Z_{1:n}^T Z_{1:n}``
+    once per prompt, then O(d^2) per loop; equal to the masked form (checked in the chapter and
+    the tests)."""
 
     def __init__(
         self,
@@ -34,8 +36,8 @@ class LoopedLinearTransformer(torch.nn.Module):
         )
 
     def forward(self, Z0: torch.Tensor, loops: int, trajectory: bool = False):
-        out, _ = looped_transformer(
-            Z0, self.Q, self.P, self.eta, loops=loops, faithful=False, trajectory=trajectory
+        out, _ = looped_transformer_gram(
+            Z0, self.Q, self.P, self.eta, loops=loops, trajectory=trajectory
         )
         return out
 
@@ -66,19 +68,35 @@ def train_looped_transformer(
     lr: float = 1e-2,
     device="cpu",
     desc: str = "looped TF",
+    dtype=torch.float32,
+    progress: bool = True,
 ):
     """Learn Q, P (shared by every loop, fixed step ``1/(sqrt n + sqrt d)^2``) by Adam on
     ``E(<TF(Z0), theta*> - alpha)^2`` with ``loops`` loops unrolled and a fresh batch every step.
-    Returns ``(model, history)``."""
+    Trains in ``dtype`` (float32 by default) and returns ``(model, history)`` with the model cast
+    to float64 for the chapter's checks."""
+    model, loss = looped_training_problem(d, n, loops, batch, generator, device, dtype)
+    history = fit(loss, model.parameters(), steps, lr=lr, desc=desc, progress=progress)
+    return model.to(torch.float64), history
+
+
+def looped_training_problem(
+    d: int, n: int, loops: int, batch: int, generator: torch.Generator, device="cpu", dtype=None
+):
+    """The model and the loss closure ``loss(step)`` that :func:`train_looped_transformer` fits
+    (also what ``python -m companions bench`` times). Initial weights are drawn in float64 and
+    cast to ``dtype`` (float32 by default), so every dtype starts from the same weights; the
+    prompts are drawn in ``dtype``."""
+    dtype = torch.float32 if dtype is None else dtype
     model = LoopedLinearTransformer(d, fixed_step_for_gaussian(n, d), generator=generator).to(
-        device
+        device=device, dtype=dtype
     )
 
-    def loss(step):
-        Z0, theta, alpha = sample_training_batch(batch, n, d, generator, device=device)
+    def loss(step):  # prompts drawn in ``dtype`` (float32 Gaussians are drawn 5x faster)
+        Z0, theta, alpha = sample_training_batch(batch, n, d, generator, dtype, device)
         return (((model(Z0, loops) * theta).sum(-1) - alpha) ** 2).mean()
 
-    return model, fit(loss, model.parameters(), steps, lr=lr, desc=desc)
+    return model, loss
 
 
 def distance_to_construction(Q: torch.Tensor, P: torch.Tensor) -> dict:
