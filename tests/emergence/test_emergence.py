@@ -165,6 +165,20 @@ def test_linear_ceiling_equals_enumeration():
     assert theory.linear_ceiling(5, Fraction(1, 2)) == Fraction(27, 32)
 
 
+def test_majority_reaches_the_ceiling_only_for_k_1_mod_4():
+    half = Fraction(1, 2)
+    # k = 3: majority is anti-correlated with the parity (5/8); (2, 2, -1) reaches 7/8
+    assert theory.halfspace_accuracy([1, 1, 1], 0, half) == Fraction(5, 8)
+    assert theory.halfspace_accuracy([2, 2, -1], 0, half) == Fraction(7, 8)
+    for k in (1, 3, 5, 7, 9):
+        maj = theory.halfspace_accuracy([1] * k, 0, half)
+        best = theory.halfspace_accuracy(theory.ceiling_weights(k), 0, half)
+        assert best == theory.linear_ceiling(k, half)
+        assert (maj == best) == (k % 4 == 1)
+    with pytest.raises(ValueError, match="'k'"):
+        theory.ceiling_weights(4)
+
+
 def test_lemma_a8_identities():
     dist = data.parity_mixture(12, 9, 3, Fraction(1, 2), _gen())
     r = theory.lemma_a8(dist)

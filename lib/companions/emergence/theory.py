@@ -206,10 +206,40 @@ def gradient_terms(
 
 
 def linear_ceiling(k: int, p_o) -> Fraction:
-    """``acc_lin(k, p_o) = 1 - p_o/2 + (p_o/2) binom(k-1, (k-1)/2) 2^{-(k-1)}``: majority of ``z_A``
-    is right on all of D^(1) and on ``1/2 + binom(k-1,(k-1)/2)/2^k`` of the uniform part (k odd)."""
+    """``acc_lin(k, p_o) = 1 - p_o/2 + (p_o/2) binom(k-1, (k-1)/2) 2^{-(k-1)}`` (k odd): a halfspace
+    in ``z_A`` that is right on all of D^(1) (``z_A = +-1``) and agrees with the parity on
+    ``1/2 + binom(k-1,(k-1)/2)/2^k`` of the uniform part. Majority attains it only for
+    ``k = 1 (mod 4)``; for ``k = 3 (mod 4)`` majority is *anti*-correlated with the parity (it gets
+    ``1 - p_o/2 - (p_o/2) binom(k-1,(k-1)/2) 2^{-(k-1)}``, 5/8 at ``k = 3``, ``p_o = 1/2``) and the
+    weights ``(2, ..., 2, -1)`` attain the value (see :func:`ceiling_weights`). That no halfspace
+    does better is proven by enumeration for ``k <= 5`` (:func:`best_halfspace_accuracy`)."""
     p_o = Fraction(p_o).limit_denominator(10**6)
     return 1 - p_o / 2 + p_o / 2 * Fraction(math.comb(k - 1, (k - 1) // 2), 2 ** (k - 1))
+
+
+def ceiling_weights(k: int) -> list[int]:
+    """Integer weights ``u`` of a halfspace ``sign(<u, z_A>)`` that attains :func:`linear_ceiling`
+    (this book's derivation): majority ``(1, ..., 1)`` for ``k = 1 (mod 4)``, and
+    ``(2, ..., 2, -1)`` for ``k = 3 (mod 4)``. With ``S' = z_1 + ... + z_{k-1}`` the latter
+    predicts ``sign S'`` when ``S' != 0`` (right half the time, ``z_k`` being independent) and
+    ``-z_k`` when ``S' = 0``, which is the parity there since ``(k-1)/2`` is odd."""
+    if k < 1 or k % 2 == 0:
+        raise ValueError(f"parameter 'k' = {k} is not allowed: expected an odd positive integer")
+    return [1] * k if k % 4 == 1 else [2] * (k - 1) + [-1]
+
+
+def halfspace_accuracy(u, c, p_o) -> Fraction:
+    """Exact accuracy of ``sign(<u, z_A> + c)`` (``sign 0 = -1``) for the parity of ``z_A`` on
+    D_A^mix at ``p_o``, over the ``2^k`` relevant patterns (``k = len(u)``): weight
+    ``p_o / 2^k`` each, plus ``(1 - p_o)/2`` on ``z_A = +-1``."""
+    k = len(u)
+    p_o = Fraction(p_o).limit_denominator(10**6)
+    total = Fraction(0)
+    for z in itertools.product((-1, 1), repeat=k):
+        weight = p_o / 2**k + ((1 - p_o) / 2 if abs(sum(z)) == k else 0)
+        score = sum(a * b for a, b in zip(u, z)) + c
+        total += weight * ((1 if score > 0 else -1) == math.prod(z))
+    return total
 
 
 def best_halfspace_accuracy(k: int, p_o, max_weight: int | None = None) -> Fraction:
