@@ -362,3 +362,18 @@ def test_theorem_2_1_rate_algebra():
     import sympy as sp
 
     assert sp.simplify(r["width"][0] - k**12 / eps ** sp.Rational(3, 2)) == 0
+
+
+def test_decided_directions_and_undecided():
+    from companions.emergence import analysis
+
+    assert analysis.decided([0.99, 1.0, 1.0], 0.9)[0] is True
+    assert analysis.decided([0.5, 0.52, 0.48], 0.9)[0] is False
+    assert analysis.decided([0.5, 0.52, 0.48], 0.6, "below")[0] is True
+    assert analysis.decided([0.5, 0.9, 0.1], 0.6, "below")[0] is None
+    assert analysis.decided([0.50, 0.51, 0.49], 0.03, "within", target=0.5)[0] is True
+    assert analysis.decided([0.70, 0.71, 0.69], 0.03, "within", target=0.5)[0] is False
+    with pytest.raises(ValueError, match="'direction'"):
+        analysis.decided([1, 2], 0, "sideways")
+    with pytest.raises(ValueError, match="'target'"):
+        analysis.decided([1, 2], 0, "within")

@@ -9,6 +9,7 @@ import math
 
 import torch
 
+from companions import stats
 from companions.emergence import baselines
 from companions.emergence.network import (
     Params,
@@ -102,3 +103,32 @@ def probes(
         "output_spread": float((Ft @ a).std()),
     }
     return {"standardised": std, "raw": raw}
+
+
+def decided(values, margin: float = 0.0, direction: str = "above", target: float | None = None):
+    """A statistic repeated over seeds, decided against a margin fixed in advance with
+    :func:`companions.stats.decide` (Student's t for ``n - 1`` degrees of freedom).
+
+    ``direction='above'``: is the mean above ``margin``; ``'below'``: below ``margin``;
+    ``'within'``: is ``|mean - target|`` below ``margin`` (an equivalence test). Returns
+    ``(verdict, mean, se, n)`` with ``verdict`` True, False or None (undecided)."""
+    mean, se, n = stats.mean_and_se(values)
+    if direction == "above":
+        verdict = stats.decide(mean, se, n, margin)
+    elif direction == "below":
+        verdict = stats.decide(-mean, se, n, -margin)
+    elif direction == "within":
+        if target is None:
+            raise ValueError("parameter 'target' is needed with direction='within'")
+        verdict = stats.decide(margin - abs(mean - target), se, n, 0.0)
+    else:
+        raise ValueError(
+            f"parameter 'direction' = {direction!r} is not allowed: "
+            "expected 'above', 'below' or 'within'"
+        )
+    return verdict, mean, se, n
+
+
+def mean_se_text(mean: float, se: float, n: int, digits: int = 4) -> str:
+    """``'0.9876 +- 0.0012 (3 seeds)'``."""
+    return f"{mean:.{digits}f} +- {se:.{digits}f} ({n} seeds)"

@@ -178,6 +178,7 @@ FIXED = register_chapter(
             "bound_B": Float(
                 0.0, 1e6, low_open=True, doc="norm bound B of the constrained RF heads"
             ),
+            "seeds": Int(2, 100, doc="independent runs of the comparison (data, init, training)"),
         },
         presets={
             "smoke": dict(
@@ -195,6 +196,7 @@ FIXED = register_chapter(
                 walsh_N=8,
                 bound_k_values=[5],
                 bound_B=1.0,
+                seeds=2,
             ),
             "default": dict(
                 d=100,
@@ -211,6 +213,7 @@ FIXED = register_chapter(
                 walsh_N=16,
                 bound_k_values=[3, 5, 7],
                 bound_B=1.0,
+                seeds=3,
             ),
             "paper": dict(
                 d=500,
@@ -227,6 +230,7 @@ FIXED = register_chapter(
                 walsh_N=32,
                 bound_k_values=[3, 5, 7, 9],
                 bound_B=1.0,
+                seeds=5,
             ),
         },
         checks=(_check_fixed,),

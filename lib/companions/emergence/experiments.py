@@ -9,9 +9,12 @@ number of steps with Adam. One Step / Two Step: probes on the first layer after 
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import torch
 
 from companions.emergence import analysis, baselines
+from companions.emergence import data as em_data
 from companions.emergence import network as net
 
 METHODS = ("network", "network-theory", "rf", "ntk", "one-step", "two-step")
@@ -314,3 +317,47 @@ def table_run(
         )
     out["majority"] = max(float((yt == 1).double().mean()), float((yt == -1).double().mean()))
     return out
+
+
+def fixed_feature_comparison(
+    d: int,
+    D: int,
+    k: int,
+    m: int,
+    n: int,
+    n_test: int,
+    steps: int,
+    batch: int,
+    kernel_n: int,
+    seed: int,
+    device="cpu",
+    eval_every: int = 10,
+) -> dict:
+    """One seed of the comparison of Section A.7.1 on a fresh D_A^mix (p_o = 1/2): the network with
+    Adam and with the theory's late rate (A.276), random features, the NTK and RBF kernel ridge on
+    ``kernel_n`` points; each evaluated on a test set of the mixture and one of its uniform part
+    D^(0). Returns the :func:`run_methods` result with ``'kernel'`` added (``test``,
+    ``uniform part``, ``train``)."""
+    gen = torch.Generator().manual_seed(10 + 1000 * seed)
+    dist = em_data.parity_mixture(d, D, k, Fraction(1, 2), gen)
+    x, y, _ = dist.sample(n, gen, device=device)
+    xt, yt, _ = dist.sample(n_test, gen, device=device)
+    xu, yu, _ = em_data.without_structure(dist).sample(n_test, gen, device=device)
+    runs = run_methods(
+        dist,
+        x,
+        y,
+        {"test": (xt, yt), "uniform part": (xu, yu)},
+        m,
+        steps,
+        batch,
+        50 + 1000 * seed,
+        methods=("network", "network-theory", "rf", "ntk"),
+        eval_every=eval_every,
+        progress=False,
+    )
+    kr = baselines.rbf_kernel_ridge(x[:kernel_n], y[:kernel_n], xt, yt)
+    kr_u = baselines.rbf_kernel_ridge(x[:kernel_n], y[:kernel_n], xu, yu)
+    runs["kernel"] = {"train": kr["train"], "test": kr["test"], "uniform part": kr_u["test"]}
+    runs["dist"] = dist
+    return runs
