@@ -274,6 +274,7 @@ STRUCTURE = register_chapter(
             "sq_k": Int(1, 14, doc="k of the exact pairwise-uncorrelation check"),
             "oracle_D": Int(2, 16, doc="D of the exact population gradient"),
             "oracle_k": Int(1, 15, doc="k of the exact population gradient"),
+            "seeds": Int(2, 100, doc="independent runs of the training comparison"),
         },
         presets={
             "smoke": dict(
@@ -289,6 +290,7 @@ STRUCTURE = register_chapter(
                 sq_k=3,
                 oracle_D=10,
                 oracle_k=3,
+                seeds=2,
             ),
             "default": dict(
                 d=100,
@@ -303,6 +305,7 @@ STRUCTURE = register_chapter(
                 sq_k=5,
                 oracle_D=14,
                 oracle_k=5,
+                seeds=3,
             ),
             "paper": dict(
                 d=500,
@@ -317,6 +320,7 @@ STRUCTURE = register_chapter(
                 sq_k=5,
                 oracle_D=16,
                 oracle_k=5,
+                seeds=5,
             ),
         },
         checks=(_check_structure,),
