@@ -377,3 +377,11 @@ def test_decided_directions_and_undecided():
         analysis.decided([1, 2], 0, "sideways")
     with pytest.raises(ValueError, match="'target'"):
         analysis.decided([1, 2], 0, "within")
+
+
+def test_all_of_combines_verdicts():
+    from companions.emergence import analysis
+
+    assert analysis.all_of([True, True]) is True
+    assert analysis.all_of([True, None]) is None
+    assert analysis.all_of([None, False, True]) is False

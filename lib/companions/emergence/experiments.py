@@ -424,3 +424,84 @@ def structure_pair(
         "cos1_ref": float(net.cosines(ref["p1"].W, v).abs().median()),
         "cos_init": float(net.cosines(runs["p0"].W, v).max()),
     }
+
+
+def repeated_table_runs(
+    make,
+    n: int,
+    n_test: int,
+    m: int,
+    steps: int,
+    batch: int,
+    seeds: int,
+    seed: int = 0,
+    device="cpu",
+    negative_fraction: float | None = None,
+    probe_steps: int | None = None,
+    class_weighted: bool = False,
+) -> list[dict]:
+    """:func:`table_run` on ``seeds`` independent draws: ``make(generator)`` builds a fresh
+    distribution (new A, M) for each, with its structure-free twin; returns one result per seed."""
+    out = []
+    for s in range(seeds):
+        dist = make(torch.Generator().manual_seed(seed + 1000 * s + 17))
+        out.append(
+            table_run(
+                dist,
+                em_data.without_structure(dist),
+                n,
+                n_test,
+                m,
+                steps,
+                batch,
+                seed + 100 * s,
+                device=device,
+                negative_fraction=negative_fraction,
+                probe_steps=probe_steps,
+                class_weighted=class_weighted,
+            )
+        )
+    return out
+
+
+def mean_over_seeds(runs: list[dict]) -> dict:
+    """The mean over seeds of every entry of :func:`table_run` results (tuples entrywise)."""
+    first = runs[0]
+    return {
+        key: tuple(sum(r[key][i] for r in runs) / len(runs) for i in range(len(first[key])))
+        if isinstance(first[key], tuple)
+        else sum(r[key] for r in runs) / len(runs)
+        for key in first
+    }
+
+
+def weighting_pair(
+    make, n: int, n_test: int, m: int, steps: int, batch: int, seed: int, device="cpu"
+) -> dict:
+    """The network on a fresh draw of ``make(generator)`` with the plain and with the
+    class-weighted (A.293) first two steps, the same data, init and later steps; returns both test
+    accuracies, the positive rate and the test set's majority-class rate."""
+    gen = torch.Generator().manual_seed(seed)
+    dist = make(gen)
+    x, y = sample_with_ratio(dist, n, None, gen, device)
+    xt, yt = sample_with_ratio(dist, n_test, None, gen, device)
+    acc = {}
+    for name, weighted in (("plain", False), ("weighted", True)):
+        res = run_methods(
+            dist,
+            x,
+            y,
+            {"test": (xt, yt)},
+            m,
+            steps,
+            batch,
+            seed,
+            methods=("network",),
+            eval_every=max(steps // 10, 1),
+            progress=False,
+            class_weighted=weighted,
+        )
+        acc[name] = res["network"]["test"]
+    acc["positive_rate"] = float(dist.positive_rate)
+    acc["majority"] = max(float((yt == 1).double().mean()), float((yt == -1).double().mean()))
+    return acc
