@@ -143,3 +143,65 @@ def all_of(verdicts) -> bool | None:
     if all(v is True for v in verdicts):
         return True
     return None
+
+
+def first_steps_stats(
+    d: int,
+    D: int,
+    k: int,
+    p_o,
+    m: int,
+    n: int,
+    n_test: int,
+    schedule: str,
+    probe_steps: int,
+    seed: int,
+    device="cpu",
+) -> dict:
+    """One seed of the two forgetful steps on a fresh sample of D_A^mix (Section A.7.1): the
+    statistics the chapter decides over seeds. Returns the fraction of neurons whose step-1 cosine
+    to ``v = sum_A M_j`` has the sign of ``a_i^(0)``, max/median ``|cos|`` after steps 1 and 2, the
+    fraction of training points with ``y g^(1) < 1`` (Lemma A.13), the least-squares slope of
+    ``mean_{j in A} T_ij / (gamma / sigma~)`` on ``beta_i`` (Lemma 2.6), and both readings of the
+    One-Step and Two-Step probes (train and test)."""
+    from fractions import Fraction
+
+    from companions.emergence import data as em_data
+    from companions.emergence import network as net
+
+    gen = torch.Generator().manual_seed(10 + 1000 * seed)
+    dist = em_data.parity_mixture(d, D, k, Fraction(p_o).limit_denominator(1000), gen)
+    x, y, _ = dist.sample(n, gen, device=device)
+    xt, yt, _ = dist.sample(n_test, gen, device=device)
+    sched = net.schedule(schedule, k, m, dist.sigma, float(dist.gamma), 600)
+    p0 = net.symmetric_init(
+        m,
+        d,
+        k,
+        dist.sigma,
+        float(dist.gamma),
+        torch.Generator().manual_seed(11 + 1000 * seed),
+        device=device,
+    )
+    p1, p2 = net.first_two_steps(p0, x, y, sched)
+    v = dist.signal_direction.to(device)
+    cos1, cos2 = cosines(p1.W, v), cosines(p2.W, v)
+    terms = sample_gradient_terms(p0, x, y, dist, sched["step1"]["s"])
+    ta = terms["T_A"].mean(1) / terms["unit"]
+    slope = float((terms["beta"] * ta).sum() / (terms["beta"] ** 2).sum())
+    out = {
+        "sign_agree": float((torch.sign(cos1) == torch.sign(p0.a)).double().mean()),
+        "max_cos1": float(cos1.abs().max()),
+        "median_cos1": float(cos1.abs().median()),
+        "max_cos2": float(cos2.abs().max()),
+        "median_cos2": float(cos2.abs().median()),
+        "hinge_active": float((y * net.forward(p1, x, sched["step2"]["s"]) < 1).double().mean()),
+        "slope": slope,
+    }
+    for name, p in (("one", p1), ("two", p2)):
+        g = torch.Generator().manual_seed(20 + 1000 * seed + (name == "two"))
+        pr = probes(p, x, y, xt, yt, probe_steps, 1000, g)
+        out[f"{name}_std_test"] = pr["standardised"]["test"]
+        out[f"{name}_raw_train"] = pr["raw"]["train"]
+        out[f"{name}_raw_test"] = pr["raw"]["test"]
+    return out

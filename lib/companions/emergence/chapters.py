@@ -84,6 +84,7 @@ FIRST_STEPS = register_chapter(
             "oracle_D": Int(2, 16, doc="D of the exact population (enumerated support)"),
             "oracle_k": Int(1, 15, doc="k of the exact population"),
             "oracle_m": Int(1, 1000, doc="m of the exact population run"),
+            "seeds": Int(2, 100, doc="independent samples and initialisations of the two steps"),
         },
         presets={
             "smoke": dict(
@@ -99,6 +100,7 @@ FIRST_STEPS = register_chapter(
                 oracle_D=10,
                 oracle_k=3,
                 oracle_m=8,
+                seeds=2,
             ),
             "default": dict(
                 d=100,
@@ -113,6 +115,7 @@ FIRST_STEPS = register_chapter(
                 oracle_D=14,
                 oracle_k=5,
                 oracle_m=16,
+                seeds=3,
             ),
             "paper": dict(
                 d=500,
@@ -127,6 +130,7 @@ FIRST_STEPS = register_chapter(
                 oracle_D=16,
                 oracle_k=5,
                 oracle_m=32,
+                seeds=5,
             ),
         },
         checks=(_check_first_steps,),
