@@ -385,3 +385,16 @@ def test_all_of_combines_verdicts():
     assert analysis.all_of([True, True]) is True
     assert analysis.all_of([True, None]) is None
     assert analysis.all_of([None, False, True]) is False
+
+
+def test_lemma_a29_network_margin_on_good_points():
+    gen = torch.Generator().manual_seed(0)
+    dist = data.parity_mixture(40, 20, 3, Fraction(1, 2), gen)
+    r = theory.lemma_a29_noisy(dist, 0.05, 4000, gen)
+    assert float(r["margin"][r["good"]].min()) >= 1 - 1e-9
+    assert float(r["below"].mean()) <= r["bound"]
+    # noiseless: every point has margin >= 1 and the candidates' heights are 4 and 8
+    net = theory.target_network_a29(3, {1, 3}, Fraction(3, 2))
+    assert net["candidate"] == 2 and max(abs(v) for v in net["a"]) == 2 * 8 * 8 * 3
+    z = theory.lemma_a29_noisy(dist, 1e-12, 500, gen)
+    assert float(z["margin"].min()) >= 1 - 1e-9

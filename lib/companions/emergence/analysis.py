@@ -205,3 +205,97 @@ def first_steps_stats(
         out[f"{name}_raw_train"] = pr["raw"]["train"]
         out[f"{name}_raw_test"] = pr["raw"]["test"]
     return out
+
+
+def lemma_a18_drift(
+    d: int,
+    D: int,
+    k: int,
+    m: int,
+    n: int,
+    steps: int,
+    batch: int,
+    seed: int,
+    lam: float | None = None,
+    device="cpu",
+) -> dict:
+    """The recursion in the proof of Lemma A.18 on one run of the later steps (A.276): plain SGD with
+    ``eta = k^2/(T m^{1/3})``, weight decay ``lam`` on ``a`` and ``W`` (default: the largest
+    (A.276) allows, ``k^3/(sigma~ m^{1/3})``), ``sigma_xi = 0``, after the two forgetful steps on
+    a fresh D_A^mix. With ``R = max ||x||`` over the sample, every neuron ``i`` and step ``t``
+    must satisfy
+
+    * ``|a_i^(t)| <= eta t + |a_i^(2)|`` (A.254),
+    * ``||w_i^(t) - w_i^(2)|| <= 2 t eta lam ||w_i^(2)|| + R (eta^2 t (t-1)/2 + t eta |a_i^(2)|)``,
+    * ``|b_i^(t) - b_i^(2)| <= eta^2 t (t-1)/2 + t eta |a_i^(2)|``,
+
+    the sums of the per-step increments (A.253), (A.261) and (A.267) (the hinge's derivative and
+    ``sigma'`` are at most 1 in absolute value; biases are not regularised). Returns the largest
+    ratio left side / right side of each (at most 1 if the bounds hold) and the drifts at ``T``."""
+    from fractions import Fraction
+
+    from companions.emergence import data as em_data
+    from companions.emergence import network as net
+
+    gen = torch.Generator().manual_seed(10 + 1000 * seed)
+    dist = em_data.parity_mixture(d, D, k, Fraction(1, 2), gen)
+    x, y, _ = dist.sample(n, gen, device=device)
+    sched = net.schedule("A.214", k, m, dist.sigma, float(dist.gamma), steps)
+    p0 = net.symmetric_init(
+        m,
+        d,
+        k,
+        dist.sigma,
+        float(dist.gamma),
+        torch.Generator().manual_seed(11 + 1000 * seed),
+        device=device,
+    )
+    _, p2 = net.first_two_steps(p0, x, y, sched)
+    eta = sched["late"]["eta"]
+    lam = sched["late"]["lam_max"] if lam is None else lam
+    if not 0 <= 2 * eta * lam < 1:
+        raise ValueError(f"parameter 'lam' = {lam} is not allowed: need 0 <= 2 eta lam < 1")
+    R = float(x.norm(dim=1).max())
+    a2, w2n = p2.a.abs(), p2.W.norm(dim=1)
+    worst = {"a": 0.0, "w": 0.0, "b": 0.0}
+    counter = [0]
+
+    def evaluate(p):
+        t = counter[0]
+        counter[0] += 1
+        if t == 0:
+            return {}
+        lin = t * eta * a2 + eta**2 * t * (t - 1) / 2
+        ratios = {
+            "a": p.a.abs() / (eta * t + a2),
+            "w": (p.W - p2.W).norm(dim=1) / (2 * t * eta * lam * w2n + R * lin),
+            "b": (p.b - p2.b).abs() / lin,
+        }
+        for key, r in ratios.items():
+            worst[key] = max(worst[key], float(r.max()))
+        return {}
+
+    p, _ = net.train_late(
+        p2,
+        x,
+        y,
+        steps,
+        batch,
+        torch.Generator().manual_seed(12 + 1000 * seed),
+        optimizer="theory",
+        lr=eta,
+        lam=lam,
+        eval_every=1,
+        evaluate=evaluate,
+        progress=False,
+    )
+    return {
+        "ratio_a": worst["a"],
+        "ratio_w": worst["w"],
+        "ratio_b": worst["b"],
+        "eta": eta,
+        "lam": lam,
+        "R": R,
+        "drift_w": float(((p.W - p2.W).norm(dim=1) / w2n.clamp_min(1e-300)).max()),
+        "max_a": float(p.a.abs().max()),
+    }

@@ -145,6 +145,68 @@ def target_params(dist, dtype=torch.float64, device="cpu") -> Params:
     )
 
 
+def target_network_a29(k: int, P, mu) -> dict:
+    """The network of the proof of Lemma A.29 (noisy inputs, Section A.8), in exact rationals:
+    bumps ``delta_{p - mu, 4, 1/2}`` (A.309) or ``delta_{p - mu + 1/4, 8, 1/2}`` (A.312), twice the
+    heights of Lemma 2.5, the candidate with all biases ``>= 1/8`` rescaled by ``8k`` (A.315):
+    ``a^* = 8k a``, ``b^* = b/(8k)``, ``<w^*, x> = <w, x>/(8k)``. Same keys as
+    :func:`target_network`."""
+    P = set(P)
+    mu = Fraction(mu)
+    half = Fraction(1, 2)
+    for candidate, (shift, height) in ((1, (Fraction(0), 4)), (2, (Fraction(1, 4), 8))):
+        a, b = [], []
+        for p in range(k + 1):
+            sign = 1 if p in P else -1
+            s = p - mu + shift
+            for coef, off in ((height, half), (-2 * height, Fraction(0)), (height, -half)):
+                a.append(sign * coef)
+                b.append(-s + off)
+        if all(abs(v) >= Fraction(1, 8) for v in b):
+            scale = Fraction(1, 8 * k)
+            return {
+                "a": [8 * k * v for v in a],
+                "b": [v * scale for v in b],
+                "scale": scale,
+                "candidate": candidate,
+            }
+    raise AssertionError("neither candidate of Lemma A.29 has all biases >= 1/8")
+
+
+def lemma_a29_noisy(dist, sigma_zeta: float, n: int, generator: torch.Generator, device="cpu"):
+    """Lemma A.29 on ``n`` noisy samples of ``dist`` (orthonormal ``M``, so the coherence
+    ``mu_M = 0``): ``x~ = M phi~ + zeta``, ``zeta ~ N(0, sigma_zeta^2 I_d)``, normalised by the
+    population mean and ``sigma~'^2 = sigma~^2 + d sigma_zeta^2`` (Section A.8.1), and the network
+    of :func:`target_network_a29` with ``w = sigma~' sum_A M_j``. Then
+    ``<w, x> = S - mu + eps_x`` with ``eps_x = sum_{j in A} <M_j, zeta> ~ N(0, k sigma_zeta^2)``.
+    Returns the per-point indicator of ``y g^*(x) < 1``, ``eps_x``, the margins, and the bound
+    ``Pr[|eps_x| > 1/8] = 2 (1 - Phi(1 / (8 sqrt(k) sigma_zeta)))`` of the proof ((A.307), every
+    point with ``|eps_x| <= 1/8`` has ``y g^* >= 1``)."""
+    phi = dist.sample_phi_tilde(n, generator)
+    y = dist.labels(phi)
+    M = dist.M.to(torch.float64)
+    zeta = sigma_zeta * torch.randn(n, dist.d, generator=generator, dtype=torch.float64)
+    sigma_p = math.sqrt(float(dist.sigma2) + dist.d * sigma_zeta**2)
+    x = ((phi - dist.mean_phi.to(phi)) @ M.T + zeta) / sigma_p
+    eps = zeta @ M[:, list(dist.A)].sum(1)
+    net = target_network_a29(dist.k, dist.P, dist.mu)
+    w = sigma_p * dist.signal_direction.to(torch.float64) * float(net["scale"])
+    a = torch.tensor([float(v) for v in net["a"]], dtype=torch.float64)
+    b = torch.tensor([float(v) for v in net["b"]], dtype=torch.float64)
+    x, y, w, a, b, eps = (t.to(device) for t in (x, y, w, a, b, eps))
+    out = ((x @ w).unsqueeze(1) + b).clamp(0, 1) @ a
+    margin = y * out
+    z = 1 / (8 * math.sqrt(dist.k) * sigma_zeta)
+    return {
+        "below": (margin < 1).to(torch.float64),
+        "eps": eps,
+        "margin": margin,
+        "good": eps.abs() <= 0.125,
+        "bound": math.erfc(z / math.sqrt(2)),
+        "candidate": net["candidate"],
+    }
+
+
 # ---------------------------------------------------------------------------------------------
 # Lemma A.8 and the gradient terms T_j of Lemma 2.6 / A.9 and A.14, by enumeration
 # ---------------------------------------------------------------------------------------------
