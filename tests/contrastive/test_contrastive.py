@@ -257,6 +257,36 @@ def test_bias_schedule_switches_on_at_t1_and_follows_the_norm():
     assert torch.allclose(sch.b, b0 * (1 + 0.1 / 9) * 4)
 
 
+def test_bias_after_t2_follows_the_rule():
+    M = torch.eye(10, 9, dtype=torch.float64)[None]
+    W = torch.ones(1, 2, 10, dtype=torch.float64)
+    out = {}
+    for rule in cm.POST_T2_RULES:
+        sch = cm.BiasSchedule(1, 2, 9, eta=0.1, c_b=1.0, t1_steps=1, post_t2=rule)
+        sch.update(0, W, W, M)  # T1
+        sch.update(1, W, 4 * W, M)  # T2
+        b_t2 = sch.b.clone()
+        sch.update(2, 4 * W, 8 * W, M)  # stage 3: the norm doubles
+        out[rule] = (sch.b / b_t2).flatten().tolist()
+    assert out == {"norm": [2.0, 2.0], "frozen": [1.0, 1.0]}
+    try:
+        cm.BiasSchedule(1, 2, 9, eta=0.1, c_b=1.0, post_t2="decay")
+    except ValueError as err:
+        assert "post_t2" in str(err)
+    else:
+        raise AssertionError("an unknown post_t2 rule must be refused")
+
+
+def test_survival_threshold_includes_weight_decay():
+    kap = torch.tensor([0.2, 0.1])
+    lhs, thr = th.survives_bias_growth(kap, 3, 9, 0.01)
+    assert torch.allclose(lhs, 0.75 * kap.double()) and math.isclose(thr, 1 / 9 + 0.01)
+    # the threshold is where the projection's factor equals the bias branch's 1 + eta/d
+    eta, k_star = 0.05, thr / 0.75
+    g = th.growth_rate(torch.tensor([k_star], dtype=torch.float64), eta, 0.01, 3)
+    assert math.isclose(float(g), 1 + eta / 9, rel_tol=1e-12)
+
+
 def test_beta_law_of_the_initial_alignment():
     g = torch.randn(200_000, 9, generator=gen(), dtype=torch.float64)
     u2 = g[:, 0] ** 2 / (g**2).sum(-1)

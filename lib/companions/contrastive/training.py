@@ -60,6 +60,7 @@ class Setup:
     c_b: float = 0.3
     t1_rule: str = "mean"
     t1_steps: int = 0
+    post_t2: str = "norm"  # bias after T2: "norm" (this book's b ∝ ||w||) or "frozen" (b(T2))
     attention: str = "uniform"
     att_scale: float = 0.0
     bias: bool = True  # False: b = 0 throughout (the linear regime of Stage 1, indefinitely)
@@ -215,7 +216,9 @@ def train(
     sigma = (nsr.to(torch.float64) / s.d1).sqrt()
     M = cdata.dictionary(R, s.d1, s.d, generator, dtype, device)
     W = cmodel.init_weights(R, s.m, s.d1, s.sigma0, generator, dtype, device)
-    sched = cmodel.BiasSchedule(R, s.m, s.d, s.eta, s.c_b, s.t1_rule, s.t1_steps, dtype, device)
+    sched = cmodel.BiasSchedule(
+        R, s.m, s.d, s.eta, s.c_b, s.t1_rule, s.t1_steps, dtype, device, post_t2=s.post_t2
+    )
     hist = History(W0=W.cpu().clone(), M=M.cpu())
     return _run(
         s,
