@@ -377,3 +377,29 @@ def test_minority_alignment_uses_the_minority_columns():
     C[0, 0, 2], C[0, 1, 3], C[0, 2, 3], C[0, 2, 0] = -0.9, 0.2, 0.5, 1.0
     n03, cmax = cmet.minority_alignment(C, n_maj=2)
     assert n03.tolist() == [1.0] and cmax.tolist() == [0.7]
+
+
+def test_stage_index_refuses_a_stage_never_reached():
+    h = tr.History()
+    h.steps = torch.tensor([0, 5, 10, 15])
+    h.t1, h.t2 = torch.tensor([5, 7]), torch.tensor([15, -1])
+    assert tr.stage_index(h, "t1") == [1, 2]  # 7 maps to the first logged step after it
+    assert tr.stage_index(h, "t2", [0]) == [3]
+    try:
+        tr.stage_index(h, "t2")
+    except ValueError as err:
+        assert "[1]" in str(err) and "'steps'" in str(err)
+    else:
+        raise AssertionError("a run without T2 must raise, not read step 0")
+
+
+def test_stage2_slopes_read_the_log_growth_between_t1_and_t2():
+    h = tr.History()
+    h.steps = torch.arange(0, 50, 10)  # 0 .. 40
+    g = torch.tensor([0.01, 0.03])  # per-step log growth of two features
+    A = torch.exp(h.steps[:, None].double() * g)  # (T, d)
+    h.A = A[:, None, None, :].expand(5, 1, 2, 2).clone()  # (T, R=1, m=2, d=2)
+    h.A[:, 0, 1] *= 0.5  # a weaker second neuron does not change the max
+    h.t1, h.t2 = torch.tensor([10]), torch.tensor([40])
+    s = cmet.stage2_slopes(h, [0])
+    assert torch.allclose(s, g[None].double(), rtol=1e-6)

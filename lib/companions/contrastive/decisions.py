@@ -72,3 +72,8 @@ def all_of(verdicts) -> bool | None:
     if any(v is None for v in verdicts):
         return None
     return True
+
+
+def undecided(agrees, scale: str = "the paper scale (100 runs per setting)") -> str:
+    """The sentence an inconclusive claim's note ends with (empty when decided)."""
+    return "" if agrees is not None else f" Undecided at this scale; {scale} would decide."

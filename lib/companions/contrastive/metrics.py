@@ -172,3 +172,23 @@ def evaluate_runs(
         mse, r2 = regression_mse(htr, ztr, hx, zx, s.n_maj, target=target)
         outs.append(torch.stack([cos, zero, mse, r2]).cpu())
     return tuple(torch.cat(outs, dim=1))
+
+
+def stage2_slopes(hist, runs) -> torch.Tensor:
+    """Per run of ``runs`` and feature: the mean log-slope per step of the largest projection
+    ``max_i |<w_i, M_j>|`` between ``T1`` and ``T2`` (the growth rate of the feature's best
+    neuron in Stage 2). Returns ``(len(runs), d)``; raises if a run never reached ``T1`` or
+    ``T2`` (:func:`training.stage_index`)."""
+    from companions.contrastive.training import stage_index
+
+    proj = hist.A.abs().max(2).values  # (T, R, d)
+    i1, i2 = stage_index(hist, "t1", runs), stage_index(hist, "t2", runs)
+    rows = []
+    for r, a, b in zip(runs, i1, i2):
+        if b <= a:
+            raise ValueError(
+                f"run {int(r)}: T2 is logged at or before T1; lower parameter 'log_every'"
+            )
+        dt = float(hist.steps[b] - hist.steps[a])
+        rows.append((proj[b, r].double().log() - proj[a, r].double().log()) / dt)
+    return torch.stack(rows)

@@ -394,3 +394,22 @@ def train_chunked(
     out.steps = parts[0].steps
     out.hooks = hooks
     return out
+
+
+def stage_index(hist: History, which: str, runs=None) -> list[int]:
+    """Index into ``hist.steps`` of each run's ``T1`` or ``T2`` (``which``), for the runs ``runs``
+    (default: all). A run that never reached it (recorded as ``-1``) raises a ``ValueError`` naming
+    the parameter ``steps``, instead of silently reading step 0. A time between two logged steps
+    maps to the first logged step at or after it."""
+    if which not in ("t1", "t2"):
+        raise ValueError(f"parameter 'which' = {which!r} is not allowed: expected 't1' or 't2'")
+    times = getattr(hist, which)
+    runs = range(len(times)) if runs is None else [int(r) for r in runs]
+    missing = [r for r in runs if int(times[r]) < 0]
+    if missing:
+        raise ValueError(
+            f"runs {missing} never reached {which.upper()} within {int(hist.steps[-1])} steps: "
+            "raise parameter 'steps' (or, for T1, lower 'sigma0' less)"
+        )
+    last = len(hist.steps) - 1
+    return [min(int(torch.searchsorted(hist.steps, times[r])), last) for r in runs]
