@@ -403,3 +403,21 @@ def test_stage2_slopes_read_the_log_growth_between_t1_and_t2():
     h.t1, h.t2 = torch.tensor([10]), torch.tensor([40])
     s = cmet.stage2_slopes(h, [0])
     assert torch.allclose(s, g[None].double(), rtol=1e-6)
+
+
+def test_trend_slopes_follow_the_run_grid_layout():
+    eps = [0.1, 0.5, 1.0]
+    e, n, _ = cd.run_grid(eps, [0.1, 2.0], 2)  # eps outer, nsr, repeats innermost
+    rep = torch.arange(len(e)) % 2
+    vals = torch.where(n < 1, 3.0 * e, -1.0 * e) + 0.1 * rep  # slope 3 at NSR 0.1, -1 at NSR 2
+    s = cmet.trend_slopes(vals, eps, 2, 2)
+    assert torch.allclose(s, torch.tensor([[3.0, 3.0], [-1.0, -1.0]], dtype=torch.float64))
+
+
+def test_coefficient_ratio_of_pure_neurons():
+    M = torch.eye(4, 3, dtype=torch.float64)[None]  # features 0, 1 majority, 2 minority
+    W = torch.zeros(1, 3, 4, dtype=torch.float64)
+    W[0, 0, 0], W[0, 1, 1], W[0, 2, 2] = 2.0, 4.0, 0.6
+    assert torch.allclose(cmet.coefficient_ratio(W, M, 2), torch.tensor([0.2], dtype=torch.float64))
+    W[0, 2] = torch.tensor([0.5, 0.5, 0.5, 0.0], dtype=torch.float64)  # mixed: no minority pure
+    assert torch.isnan(cmet.coefficient_ratio(W, M, 2)).all()

@@ -32,3 +32,13 @@ def test_all_of():
     assert dec.all_of([True, True]) is True
     assert dec.all_of([True, None]) is None
     assert dec.all_of([None, False, True]) is False
+
+
+def test_trend_one_reading_for_every_nsr():
+    import torch
+
+    up = torch.tensor([[1.0, 1.1, 0.9], [0.5, 0.6, 0.4]])
+    assert dec.trend(up, up=True)[0] is True
+    assert dec.trend(up, up=False)[0] is False
+    mixed = torch.tensor([[1.0, 1.1, 0.9], [-1.0, 1.0, 0.1]])
+    assert dec.trend(mixed, up=True)[0] is None  # one NSR undecided

@@ -341,7 +341,7 @@ STAGE3 = register_chapter(
                 t1_rule="mean",
                 d1=128,
                 steps=500,
-                repeats=1,
+                repeats=2,  # two seeds: the fewest a standard error needs
                 sweep_eps=[0.1, 0.5, 1.0],
                 sweep_nsr=[0.45],
                 exp34_eps=[0.05, 0.5],
@@ -357,7 +357,7 @@ STAGE3 = register_chapter(
                 c_b=0.3,
                 t1_rule="mean",
                 steps=800,
-                repeats=2,
+                repeats=4,  # four seeds per setting: t = 3.18 for the trend decisions
                 sweep_eps=[0.1, 0.4, 0.7, 1.0],
                 sweep_nsr=[0.05, 1.25],
                 exp34_eps=[0.05, 0.25, 0.5],

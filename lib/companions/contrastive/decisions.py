@@ -77,3 +77,16 @@ def all_of(verdicts) -> bool | None:
 def undecided(agrees, scale: str = "the paper scale (100 runs per setting)") -> str:
     """The sentence an inconclusive claim's note ends with (empty when decided)."""
     return "" if agrees is not None else f" Undecided at this scale; {scale} would decide."
+
+
+def trend(slopes, up: bool = True):
+    """ "Consistently increases (decreases) with eps_min", one reading for every experiment: at
+    every NSR, the mean over seeds of the per-seed least-squares slope is above (below) zero.
+    ``slopes``: ``(n_nsr, repeats)``. Returns ``(agrees, {"NSR k": summary})``; one NSR that
+    ``differs`` makes the whole ``differs``."""
+    verdicts, out = [], {}
+    for k, row in enumerate(slopes):
+        v, s = (above if up else below)(row, 0.0)
+        verdicts.append(v)
+        out[f"slope, NSR #{k}"] = s
+    return all_of(verdicts), out
