@@ -1,6 +1,6 @@
 """The part's chapters: ids, parameters (with the reason for each default) and presets.
 
-Presets: ``smoke`` (< 60 s on 2 cores), ``default`` (the rendered book, <= 2.5 min), ``paper`` (the
+Presets: ``smoke`` (< 60 s on 2 cores), ``default`` (the rendered book, < 5 min), ``paper`` (the
 sizes of [001] Appendix A.2: ``d1 = 500``, 100 repeats; ``d = 9`` of [001] Exp. 5 and [000] Fig. 1;
 ``m = 30`` of [000] Fig. 1, since [001] gives no m; a GPU is expected).
 """
