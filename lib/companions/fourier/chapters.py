@@ -140,7 +140,7 @@ TRAINING = register_chapter(
         },
         presets={
             "smoke": dict(
-                p=5,
+                p=11,
                 k=2,
                 width_factor=1.0,
                 steps=4000,
@@ -148,20 +148,20 @@ TRAINING = register_chapter(
                 lam=1e-3,
                 weight_decay=5e-3,
                 batch=0,
-                seeds=2,
+                seeds=4,
                 width_sweep=[0.25, 0.5, 1.0, 2.0],
                 log_every=100,
             ),
             "default": dict(
-                p=5,
-                k=3,
+                p=13,
+                k=2,
                 width_factor=1.0,
                 steps=12000,
                 lr=0.1,
                 lam=1e-3,
                 weight_decay=5e-3,
                 batch=0,
-                seeds=2,
+                seeds=5,
                 width_sweep=[0.25, 0.5, 0.75, 1.0],
                 log_every=200,
             ),
@@ -230,6 +230,9 @@ TRANSFORMER = register_chapter(
             "grok_p": ListOf(Int(3, 199), doc="moduli of the grokking runs (paired with grok_k)"),
             "grok_k": ListOf(Int(2, 8), doc="numbers of inputs of the grokking runs"),
             "grok_seeds": Int(1, 16, doc="seeds per grokking run"),
+            "kq_seeds": Int(
+                2, 16, doc="seeds of the Figure 4.3 run (its structure is decided over them)"
+            ),
             "log_every": Int(1, 10**6, doc="steps between evaluations"),
         },
         presets={
@@ -251,6 +254,7 @@ TRANSFORMER = register_chapter(
                 grok_p=[11, 5],
                 grok_k=[2, 3],
                 grok_seeds=1,
+                kq_seeds=3,
                 log_every=25,
             ),
             "default": dict(
@@ -271,6 +275,7 @@ TRANSFORMER = register_chapter(
                 grok_p=[37, 11, 5],
                 grok_k=[2, 3, 4],
                 grok_seeds=1,
+                kq_seeds=3,
                 log_every=50,
             ),
             "paper": dict(
@@ -291,6 +296,7 @@ TRANSFORMER = register_chapter(
                 grok_p=[97, 31, 11, 5],
                 grok_k=[2, 3, 4, 5],
                 grok_seeds=3,
+                kq_seeds=3,
                 log_every=250,
             ),
         },
