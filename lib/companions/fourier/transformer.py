@@ -227,8 +227,8 @@ def train_transformer(
 def gap_weakens(gaps_by_k: dict) -> bool | None:
     """Figure 4.4's "grokking becomes weak as k increases", read as: the mean gap
     ``t_test - t_train`` over seeds shrinks from one k to the next, each step decided by Welch's t
-    (:func:`companions.stats.monotone`): ``False`` if some gap grows beyond its uncertainty, ``True``
-    if every step shrinks beyond it, else ``None`` (inconclusive)."""
+    (:func:`companions.stats.monotone`): ``False`` if some gap grows beyond its uncertainty,
+    ``True`` if every step shrinks beyond it, else ``None`` (inconclusive)."""
     from companions.stats import monotone
 
     return monotone([gaps_by_k[k] for k in sorted(gaps_by_k)], decreasing=True)
