@@ -133,6 +133,9 @@ class Ledger:
         if claim["kind"] not in KINDS:
             raise ValueError(f"claim kind {claim['kind']!r} is not one of {KINDS}")
         self.claims.append({k: _plain(v) for k, v in claim.items()})
+        cell = _current_cell()
+        if cell is not None:  # where the claim is computed: the book's ledger page links there
+            self.claims[-1]["cell"] = cell
         return self.claims[-1]
 
     def check(
@@ -280,6 +283,18 @@ class Ledger:
                 f"Ledger: {path}"
             )
         return path
+
+
+def _current_cell() -> int | None:
+    """The execution count of the notebook cell running now (IPython's ``In [n]``), or None
+    outside a kernel. The book's Sphinx extension matches it to the rendered cell of the same run,
+    so that each row of the ledger page links to the cell that computed the claim."""
+    ipython = sys.modules.get("IPython")
+    if ipython is None:
+        return None
+    shell = ipython.get_ipython()
+    count = getattr(shell, "execution_count", None) if shell is not None else None
+    return count if isinstance(count, int) and count > 0 else None
 
 
 def _fmt(value: Any) -> str:

@@ -76,3 +76,26 @@ def decide(effect: float, se: float, n: int, margin: float = 0.0, level: float =
     if effect + half < margin:
         return False
     return None
+
+
+def monotone(groups, decreasing: bool = True, level: float = 0.95):
+    """Whether the means of consecutive groups of repeats (``[[x, ...], [x, ...], ...]``, two or
+    more values each) decrease (or increase), each step decided by Welch's t: ``True`` when every
+    step goes the stated way beyond its uncertainty, ``False`` when some step goes the other way
+    beyond it, ``None`` (inconclusive) otherwise."""
+    stats = [mean_and_se(g) for g in groups]
+    if len(stats) < 2:
+        raise ValueError(f"parameter 'groups' has {len(stats)} group(s): a trend needs two or more")
+    verdicts = []
+    for (m0, s0, n0), (m1, s1, n1) in zip(stats, stats[1:]):
+        effect = (m0 - m1) if decreasing else (m1 - m0)
+        se = math.sqrt(s0**2 + s1**2)
+        if se == 0:
+            verdicts.append(effect > 0 if effect != 0 else None)
+            continue
+        df = welch_df(s0, n0, s1, n1)
+        half = t_critical(df, level) * se
+        verdicts.append(True if effect - half > 0 else False if effect + half < 0 else None)
+    if any(v is False for v in verdicts):
+        return False
+    return True if all(verdicts) else None

@@ -5,7 +5,13 @@ For every chapter of ``_toc.yml``: the title, a theorem box, a figure, typeset m
 the build, not a CDN), no traceback or error output, the banner with the scale, device and claim
 counts of the chapter's ledger, the notebook download and the Colab/Binder links. Then the search
 page finds a theorem by name, the introduction's ledger at a glance and the ledger page list every
-chapter, and screenshots of two pages are kept in ``_build/browser/``.
+chapter, and screenshots of two pages are kept in ``_build/browser/``. Every figure of a chapter is
+captioned and cited, every cross-reference lands on an element that exists, and the ledger page's
+table of every claim filters by chapter, kind and status and links each claim to its cell; two
+chapters' screenshots are kept beside the others (``chapter-<id>.png``).
+
+The ledger page's filter and links are also tested on a tiny book built here (the Sphinx project of
+``tests/book/test_sphinx_ext.py``), which needs only the browser, not the built book.
 
 It needs a built book (``jupyter-book build .``) and a browser (``apt-get install chromium
 chromium-driver``). Without them it is skipped with the reason; with ``BOOK_BROWSER_REQUIRED=1`` (as
@@ -420,3 +426,213 @@ def test_intro_ledger_page_and_screenshots(browser, site):
         assert shot.is_file() and shot.stat().st_size > 10_000, (
             f"screenshot {shot} is missing or empty"
         )
+
+
+# -------------------------------------------------------------------------------------------------
+# Captions, cross-references, the filterable ledger
+# -------------------------------------------------------------------------------------------------
+FIGURE_FACTS = """
+const main = document.querySelector("main") || document.body;
+const outputs = Array.from(main.querySelectorAll(".cell_output img"));
+const bare = outputs.filter(i => !i.closest("figure") || !i.closest("figure").querySelector(
+  "figcaption") || !i.closest("figure").querySelector("figcaption").innerText.trim());
+const figures = Array.from(main.querySelectorAll("figure")).filter(f => f.querySelector("img"));
+const cited = id => Array.from(main.querySelectorAll("a[href]")).some(
+  a => a.getAttribute("href").endsWith("#" + id) && !a.closest("figure"));
+return {
+  images: outputs.length,
+  uncaptioned: bare.map(i => (i.closest(".cell") || {id: "?"}).id || i.src.slice(-40)),
+  uncited: figures.map(f => f.id).filter(id => id && !cited(id)),
+  unnamed: figures.filter(f => !f.id).length,
+};
+"""
+
+XREF_FACTS = """
+const main = document.querySelector("main") || document.body;
+const links = Array.from(main.querySelectorAll("a.reference.internal[href]"));
+const here = location.pathname;
+const broken = [];
+const proofs = [];
+for (const a of links) {
+  const url = new URL(a.getAttribute("href"), location.href);
+  if (url.pathname === here && url.hash) {
+    const target = document.getElementById(decodeURIComponent(url.hash.slice(1)));
+    if (!target) broken.push(a.getAttribute("href"));
+    else if (target.closest(".proof, [class*=proof]")) proofs.push(a.innerText.trim());
+  }
+}
+return {same_page: links.length, broken: broken, proof_refs: proofs,
+        other_pages: links.filter(a => new URL(a.href).pathname !== here).map(a => a.href)};
+"""
+
+
+@pytest.mark.parametrize("docname,chapter_id", CHAPTERS, ids=[c for _, c in CHAPTERS])
+def test_figures_are_captioned_named_and_cited(browser, site, docname, chapter_id):
+    open_page(browser, urljoin(site, f"{docname}.html"))
+    facts = browser.execute_script(FIGURE_FACTS)
+    assert facts["images"] >= 1, f"{docname}: no figure"
+    assert not facts["uncaptioned"], f"{docname}: figures without a caption: {facts['uncaptioned']}"
+    assert facts["unnamed"] == 0, f"{docname}: {facts['unnamed']} figures without a name"
+    assert not facts["uncited"], f"{docname}: figures the text never cites: {facts['uncited']}"
+
+
+@pytest.mark.parametrize("docname,chapter_id", CHAPTERS, ids=[c for _, c in CHAPTERS])
+def test_cross_references_land(browser, site, docname, chapter_id):
+    open_page(browser, urljoin(site, f"{docname}.html"))
+    facts = browser.execute_script(XREF_FACTS)
+    assert not facts["broken"], f"{docname}: references to nothing on the page: {facts['broken']}"
+    assert facts["proof_refs"], f"{docname}: no theorem, lemma or definition is cross-referenced"
+    for url in sorted(set(facts["other_pages"]))[:20]:
+        parsed = urlparse(url)
+        if not parsed.fragment:
+            continue
+        browser.get(url)
+        found = browser.execute_script(
+            "return !!document.getElementById(decodeURIComponent(location.hash.slice(1)))"
+        )
+        assert found, f"{docname}: the reference {url} lands on no element"
+
+
+FILTER_ROWS = """
+const table = document.querySelector("table.companions-ledger-claims");
+if (!table) return null;
+const rows = Array.from(table.tBodies[0].rows);
+const head = Array.from(table.tHead.rows[0].cells).map(c => c.innerText.trim());
+const col = head.indexOf(arguments[0]);
+return {
+  total: rows.length,
+  shown: rows.filter(r => !r.hidden).map(r => r.cells[col].innerText.trim()),
+  count: (document.querySelector(".companions-ledger-count") || {innerText: ""}).innerText,
+  links: rows.map(r => (r.querySelector("a[href*='#claim-']") || {href: null}).href)
+             .filter(h => h),
+};
+"""
+
+
+def choose(browser, name: str, value: str):
+    """Pick ``value`` in the ledger page's filter ``name`` as a reader would."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    select = browser.find_element(
+        By.CSS_SELECTOR, f".companions-ledger-filters select[name={name}]"
+    )
+    Select(select).select_by_value(value)
+
+
+def check_ledger_filters_and_links(browser, url: str) -> dict:
+    """On the ledger page at ``url``: each filter shows only its rows and says how many, the
+    choice lands in the address, and a claim's link opens its chapter on the claim's cell."""
+    browser.get(url)
+    start = browser.execute_script(FILTER_ROWS, "status")
+    assert start is not None, f"{url}: no table of every claim"
+    assert len(start["shown"]) == start["total"] > 0, f"{url}: rows hidden before any filter"
+    assert f"{start['total']} of {start['total']} claims shown" in start["count"]
+    for column in ("status", "kind", "chapter"):
+        values = sorted(set(browser.execute_script(FILTER_ROWS, column)["shown"]))
+        value = values[-1]
+        choose(browser, column, value)
+        after = browser.execute_script(FILTER_ROWS, column)
+        assert after["shown"] and set(after["shown"]) == {value}, (column, value, after["shown"])
+        assert f"{column}={quote_plus(value)}" in browser.current_url, browser.current_url
+        assert f"{len(after['shown'])} of {start['total']} claims shown" in after["count"]
+        choose(browser, column, "")
+    browser.get(url + "?status=" + quote_plus(sorted(set(start["shown"]))[0]))
+    assert len(set(browser.execute_script(FILTER_ROWS, "status")["shown"])) == 1, (
+        "a filter in the address is not applied when the page opens"
+    )
+    assert start["links"], f"{url}: no claim links to its cell"
+    for link in start["links"][:5]:
+        browser.get(link)
+        # a cell with several claims carries the first id itself and the others on empty spans
+        # just before it (docutils' way with several ids)
+        on_cell = browser.execute_script(
+            "const t = document.getElementById(decodeURIComponent(location.hash.slice(1)));"
+            "if (!t) return false;"
+            "let n = t; while (n && n.tagName === 'SPAN' && !n.className) n = n.nextElementSibling;"
+            "return !!(t.closest('.cell') || (n && n.classList.contains('cell')))"
+        )
+        assert on_cell, f"{link} does not open on a code cell"
+    return start
+
+
+def test_ledger_page_filters_and_links_claims(browser, site):
+    facts = check_ledger_filters_and_links(browser, urljoin(site, "book/ledger.html"))
+    claims = sum(len(_ledger(chapter_id)["claims"]) for _, chapter_id in CHAPTERS)
+    assert facts["total"] == claims, f"the ledger page lists {facts['total']} of {claims} claims"
+    browser.get(urljoin(site, "book/ledger.html?status=differs"))
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    browser.save_screenshot(str(ARTIFACTS / "ledger-differs.png"))
+
+
+SCREENSHOT_CHAPTERS = ("fourier-max-margin", "looped-gd")
+
+
+def save_chapter_screenshots(browser, site: str, chapters, folder: Path) -> list[Path]:
+    """A screenshot of each chapter's first figure, caption in view (``chapter-<id>.png``)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    shots = []
+    for docname, chapter_id in chapters:
+        open_page(browser, urljoin(site, f"{docname}.html"))
+        browser.execute_script(
+            "const f = document.querySelector('main figure, main .cell_output img');"
+            "if (f) f.scrollIntoView({block: 'center'});"
+        )
+        shot = folder / f"chapter-{chapter_id}.png"
+        browser.save_screenshot(str(shot))
+        shots.append(shot)
+    return shots
+
+
+def test_chapter_screenshots(browser, site):
+    chosen = [(d, c) for d, c in CHAPTERS if c in SCREENSHOT_CHAPTERS] or CHAPTERS[:2]
+    for shot in save_chapter_screenshots(browser, site, chosen, ARTIFACTS):
+        assert shot.stat().st_size > 10_000, f"screenshot {shot} is empty"
+
+
+# -------------------------------------------------------------------------------------------------
+# The same on a tiny book, built here: needs the browser, not the built book
+# -------------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def tiny_browser():
+    chromium = _find("CHROMIUM", "chromium", "chromium-browser")
+    driver_path = _find("CHROMEDRIVER", "chromedriver")
+    try:
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+    except ImportError:
+        unavailable("selenium is not installed (pip install -r requirements.txt)")
+    if not chromium or not driver_path:
+        unavailable("no browser: install Debian's chromium and chromium-driver")
+    profile = tempfile.mkdtemp(prefix="book-browser-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in CHROMIUM_FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={profile}")
+    driver = webdriver.Chrome(options=options, service=Service(executable_path=driver_path))
+    driver.set_page_load_timeout(WAIT)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def test_tiny_book_ledger_filters_and_links(tiny_browser, tmp_path, monkeypatch):
+    from tests.book import test_sphinx_ext as tiny
+
+    chapter = tiny.SimpleNamespace(id=tiny.CHAPTER_ID, notebook=f"{tiny.CHAPTER_DOC}.md")
+    monkeypatch.setattr(tiny.SL, "chapter_docs", lambda: {tiny.CHAPTER_DOC: chapter})
+    html, _ = tiny.build(tmp_path, monkeypatch, "fresh")
+    handler = functools.partial(_QuietHandler, directory=str(html))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/book/ledger.html"
+        facts = check_ledger_filters_and_links(tiny_browser, url)
+        assert facts["total"] == len(tiny.LEDGER["claims"])
+        assert len(facts["links"]) == 1 and facts["links"][0].endswith("chap.html#claim-c1")
+    finally:
+        server.shutdown()
+        server.server_close()

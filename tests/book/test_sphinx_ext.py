@@ -62,6 +62,10 @@ Some maths: $x^2$.
 
 scale = None
 ```
+
+```{code-cell} ipython3
+ledger.check("c1", "Theorem 1", "identity", holds=True)
+```
 """
 
 INTRO_MD = """# The book
@@ -116,7 +120,9 @@ def build(tmp_path: Path, monkeypatch, mode: str = "fresh", theme_options: dict 
     (src / "book" / "part").mkdir(parents=True)
     (src / "book" / "intro.md").write_text(INTRO_MD)
     (src / "book" / "part" / "chap.md").write_text(CHAPTER_MD)
-    (src / "book" / "ledger.md").write_text("# The ledger\n\nEvery claim.\n")
+    (src / "book" / "ledger.md").write_text(
+        "# The ledger\n\nEvery claim.\n\n```{ledger-claims}\n```\n"
+    )
     conf = CONF.format(mode=mode, ledger=json.dumps(LEDGER))
     if theme_options:
         conf = conf.replace("html_theme_options = {}", f"html_theme_options = {theme_options!r}")
@@ -342,3 +348,47 @@ def test_notebook_of_a_chapter(tmp_path):
     exec(
         compile(nb.cells[1].source, "setup-cell", "exec"), ns
     )  # companions is importable: installs nothing
+
+
+def test_ledger_page_links_every_claim_to_its_cell_and_filters(tmp_path, monkeypatch, demo_chapter):
+    html, warnings = build(tmp_path, monkeypatch, "fresh")
+    # a second Sphinx in one process re-registers every extension's nodes: only those warnings
+    real = [w for w in warnings.splitlines() if w.strip() and "already registered" not in w]
+    assert real == [], warnings
+    chapter = (html / f"{CHAPTER_DOC}.html").read_text()
+    cell = re.search(r'<div class="cell[^"]*"[^>]*id="claim-c1"', chapter)
+    assert cell, "the cell that records claim c1 carries its anchor"
+    assert chapter.count('id="claim-') == 1, "claims not computed on the page get no anchor"
+    page = (html / "book" / "ledger.html").read_text()
+    table = page[
+        page.index("companions-ledger-claims") : page.index(
+            "</table>", page.index("companions-ledger-claims")
+        )
+    ]
+    rows = re.findall(r'<tr class="[^"]*companions-claim[^"]*"', table)
+    assert len(rows) == len(LEDGER["claims"])
+    assert 'href="part/chap.html#claim-c1"' in table
+    assert table.count("href=") == 1, "a claim without a cell on its page is not linked"
+    text = _text(table)
+    assert "chapter claim source kind status expected observed note" in text
+    assert "chap-demo c4 Theorem 1 identity differs" in text
+    assert "companions-ledger.js" in page
+    script = (html / "_static" / "companions-ledger.js").read_text()
+    assert "companions-ledger-claims" in script and "http" not in script.replace("history", "")
+
+
+def test_anchor_claims_prefers_the_recorded_cell():
+    from docutils import nodes as N
+
+    tree = N.section()
+    first = N.container(nb_element="cell_code", exec_count=3)
+    first += N.literal_block("", 'ledger.check("x", ...)')
+    second = N.container(nb_element="cell_code", exec_count=4)
+    second += N.literal_block("", "for key in keys: ledger.check(f'b-{key}', ...)")
+    tree += [first, second]
+    led = {"claims": [{"id": "x", "cell": 4}, {"id": "b-1", "cell": 4}, {"id": "x2"}]}
+    placed = SL.anchor_claims(tree, led)
+    assert placed == {"x": "claim-x", "b-1": "claim-b-1"}
+    assert second["ids"] == ["claim-x", "claim-b-1"] and first["ids"] == []
+    assert SL.anchor_claims(tree, {"claims": [{"id": "x"}]}) == {"x": "claim-x"}
+    assert first["ids"] == ["claim-x"], "without a recorded cell, the cell naming the id"

@@ -257,6 +257,36 @@ def test_bias_schedule_switches_on_at_t1_and_follows_the_norm():
     assert torch.allclose(sch.b, b0 * (1 + 0.1 / 9) * 4)
 
 
+def test_bias_after_t2_follows_the_rule():
+    M = torch.eye(10, 9, dtype=torch.float64)[None]
+    W = torch.ones(1, 2, 10, dtype=torch.float64)
+    out = {}
+    for rule in cm.POST_T2_RULES:
+        sch = cm.BiasSchedule(1, 2, 9, eta=0.1, c_b=1.0, t1_steps=1, post_t2=rule)
+        sch.update(0, W, W, M)  # T1
+        sch.update(1, W, 4 * W, M)  # T2
+        b_t2 = sch.b.clone()
+        sch.update(2, 4 * W, 8 * W, M)  # stage 3: the norm doubles
+        out[rule] = (sch.b / b_t2).flatten().tolist()
+    assert out == {"norm": [2.0, 2.0], "frozen": [1.0, 1.0]}
+    try:
+        cm.BiasSchedule(1, 2, 9, eta=0.1, c_b=1.0, post_t2="decay")
+    except ValueError as err:
+        assert "post_t2" in str(err)
+    else:
+        raise AssertionError("an unknown post_t2 rule must be refused")
+
+
+def test_survival_threshold_includes_weight_decay():
+    kap = torch.tensor([0.2, 0.1])
+    lhs, thr = th.survives_bias_growth(kap, 3, 9, 0.01)
+    assert torch.allclose(lhs, 0.75 * kap.double()) and math.isclose(thr, 1 / 9 + 0.01)
+    # the threshold is where the projection's factor equals the bias branch's 1 + eta/d
+    eta, k_star = 0.05, thr / 0.75
+    g = th.growth_rate(torch.tensor([k_star], dtype=torch.float64), eta, 0.01, 3)
+    assert math.isclose(float(g), 1 + eta / 9, rel_tol=1e-12)
+
+
 def test_beta_law_of_the_initial_alignment():
     g = torch.randn(200_000, 9, generator=gen(), dtype=torch.float64)
     u2 = g[:, 0] ** 2 / (g**2).sum(-1)
@@ -347,3 +377,47 @@ def test_minority_alignment_uses_the_minority_columns():
     C[0, 0, 2], C[0, 1, 3], C[0, 2, 3], C[0, 2, 0] = -0.9, 0.2, 0.5, 1.0
     n03, cmax = cmet.minority_alignment(C, n_maj=2)
     assert n03.tolist() == [1.0] and cmax.tolist() == [0.7]
+
+
+def test_stage_index_refuses_a_stage_never_reached():
+    h = tr.History()
+    h.steps = torch.tensor([0, 5, 10, 15])
+    h.t1, h.t2 = torch.tensor([5, 7]), torch.tensor([15, -1])
+    assert tr.stage_index(h, "t1") == [1, 2]  # 7 maps to the first logged step after it
+    assert tr.stage_index(h, "t2", [0]) == [3]
+    try:
+        tr.stage_index(h, "t2")
+    except ValueError as err:
+        assert "[1]" in str(err) and "'steps'" in str(err)
+    else:
+        raise AssertionError("a run without T2 must raise, not read step 0")
+
+
+def test_stage2_slopes_read_the_log_growth_between_t1_and_t2():
+    h = tr.History()
+    h.steps = torch.arange(0, 50, 10)  # 0 .. 40
+    g = torch.tensor([0.01, 0.03])  # per-step log growth of two features
+    A = torch.exp(h.steps[:, None].double() * g)  # (T, d)
+    h.A = A[:, None, None, :].expand(5, 1, 2, 2).clone()  # (T, R=1, m=2, d=2)
+    h.A[:, 0, 1] *= 0.5  # a weaker second neuron does not change the max
+    h.t1, h.t2 = torch.tensor([10]), torch.tensor([40])
+    s = cmet.stage2_slopes(h, [0])
+    assert torch.allclose(s, g[None].double(), rtol=1e-6)
+
+
+def test_trend_slopes_follow_the_run_grid_layout():
+    eps = [0.1, 0.5, 1.0]
+    e, n, _ = cd.run_grid(eps, [0.1, 2.0], 2)  # eps outer, nsr, repeats innermost
+    rep = torch.arange(len(e)) % 2
+    vals = torch.where(n < 1, 3.0 * e, -1.0 * e) + 0.1 * rep  # slope 3 at NSR 0.1, -1 at NSR 2
+    s = cmet.trend_slopes(vals, eps, 2, 2)
+    assert torch.allclose(s, torch.tensor([[3.0, 3.0], [-1.0, -1.0]], dtype=torch.float64))
+
+
+def test_coefficient_ratio_of_pure_neurons():
+    M = torch.eye(4, 3, dtype=torch.float64)[None]  # features 0, 1 majority, 2 minority
+    W = torch.zeros(1, 3, 4, dtype=torch.float64)
+    W[0, 0, 0], W[0, 1, 1], W[0, 2, 2] = 2.0, 4.0, 0.6
+    assert torch.allclose(cmet.coefficient_ratio(W, M, 2), torch.tensor([0.2], dtype=torch.float64))
+    W[0, 2] = torch.tensor([0.5, 0.5, 0.5, 0.0], dtype=torch.float64)  # mixed: no minority pure
+    assert torch.isnan(cmet.coefficient_ratio(W, M, 2)).all()

@@ -763,3 +763,48 @@ def test_prunelog_since_keeps_the_later_steps_only():
         1,
     ) and late.dominant.shape == late.cos2.shape == late.norm.shape == (2, 1, 1)
     assert torch.equal(late.times_pruned(m), torch.tensor([[0, 2, 0, 0]]))
+
+
+def test_minority_norm_gap_compares_with_every_other_neuron():
+    M = torch.eye(4, 3, dtype=torch.float64)[None]  # d1 = 4, d = 3, feature 2 the minority
+    W = torch.zeros(1, 4, 4, dtype=torch.float64)
+    W[0, 0, 0] = 4.0  # majority specialist
+    W[0, 1, 1] = 1.0  # majority specialist, small
+    W[0, 2, 2] = 0.5  # minority specialist
+    W[0, 3, 3] = 2.0  # unaligned (noise direction only)
+    gap = pr.minority_norm_gap(W, M, n_maj=2)
+    assert torch.allclose(gap, torch.tensor([math.log(0.5) - math.log(2.0)], dtype=torch.float64))
+
+
+def test_majority_scale_reads_the_given_weights():
+    M = torch.eye(3, 2, dtype=torch.float64)[None]
+    W = torch.tensor([[[2.0, 0.0, 0.1], [0.0, 4.0, 0.0]]], dtype=torch.float64)
+    spec = torch.tensor([[[True], [False]]])  # neuron 0 is the specialist of feature 0
+    assert torch.allclose(pr.majority_scale(W, M, spec), torch.tensor([2.0], dtype=torch.float64))
+    assert torch.allclose(
+        pr.majority_scale(3 * W, M, spec), torch.tensor([6.0], dtype=torch.float64)
+    )
+
+
+def test_other_feature_rate_skips_j_star():
+    h = tr.History()
+    h.steps = torch.tensor([0, 10])
+    A = torch.ones(2, 1, 1, 3)
+    A[1, 0, 0] = torch.tensor([math.exp(1.0), math.exp(0.2), math.exp(0.4)])
+    h.A = A
+    rate = pr.other_feature_rate(h, torch.tensor([0]))  # j* = 0 is left out
+    assert torch.allclose(rate, torch.tensor([0.03], dtype=torch.float64), atol=1e-6)
+
+
+def test_summary_reads_the_statuses():
+    claims = [
+        {"id": "lemma-f2-d1-rises", "status": "reproduced"},
+        {"id": "thm-3-2b-others-barely-move", "status": "differs"},
+        {"id": "k3-fig2-aligned-neurons", "status": "inconclusive"},
+        {"id": "k3-fig3-max-alignment", "status": "reproduced"},
+    ]
+    text = pr.summary_markdown(claims)
+    assert "| yes | `lemma-f2-d1-rises`" in text
+    assert "| **no** | `thm-3-2b-others-barely-move`" in text
+    assert "| 1 of 2 | `k3-*`" in text
+    assert "alg1" not in text  # absent claims give no row

@@ -704,3 +704,17 @@ def test_compare_records_inconclusive_only_with_a_note(led):
         led.compare("silent", "Figure 1", 1.0, 1.1, agrees=None)
     assert led.compare("no", "Figure 1", 1.0, 2.0, agrees=np.False_)["status"] == "differs"
     assert led.compare("yes", "Figure 1", 1.0, 1.0, agrees=np.True_)["status"] == "reproduced"
+
+
+def test_ledger_records_the_notebook_cell_of_a_claim(chapter, tmp_path, monkeypatch):
+    import types
+
+    cfg = S.preset(CHAPTER_ID, "smoke", device="cpu", ledger_dir=tmp_path)
+    plain = L.Ledger(cfg)
+    assert "cell" not in plain.check("a", "T", "identity", holds=True, expected=0, observed=0)
+    shell = types.SimpleNamespace(execution_count=7)
+    monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: shell))
+    led = L.Ledger(cfg)
+    assert led.check("b", "T", "identity", holds=True, expected=0, observed=0)["cell"] == 7
+    shell.execution_count = 0  # no cell running: nothing recorded
+    assert "cell" not in led.check("c", "T", "identity", holds=True, expected=0, observed=0)

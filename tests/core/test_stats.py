@@ -61,3 +61,16 @@ def test_bad_parameters_are_named(bad):
         stats.t_critical(bad)
     with pytest.raises(ValueError, match="'level'"):
         stats.t_critical(3, level=1.0)
+
+
+def test_monotone_decides_each_step_by_welch():
+    down = [[9.0, 10.0, 9.5], [4.0, 4.5, 4.2], [1.0, 1.2, 0.9]]
+    assert stats.monotone(down) is True
+    assert stats.monotone(down, decreasing=False) is False
+    assert stats.monotone([[1.0, 9.0, 5.0], [4.0, 4.5, 4.2]]) is None
+    # one step the wrong way beyond its uncertainty decides against, whatever the others say
+    assert stats.monotone([[9.0, 10.0, 9.5], [4.0, 4.5, 4.2], [8.0, 8.2, 8.1]]) is False
+    with pytest.raises(ValueError, match="groups"):
+        stats.monotone([[1.0, 2.0]])
+    with pytest.raises(ValueError):
+        stats.monotone([[1.0], [2.0]])

@@ -165,6 +165,20 @@ def test_linear_ceiling_equals_enumeration():
     assert theory.linear_ceiling(5, Fraction(1, 2)) == Fraction(27, 32)
 
 
+def test_majority_reaches_the_ceiling_only_for_k_1_mod_4():
+    half = Fraction(1, 2)
+    # k = 3: majority is anti-correlated with the parity (5/8); (2, 2, -1) reaches 7/8
+    assert theory.halfspace_accuracy([1, 1, 1], 0, half) == Fraction(5, 8)
+    assert theory.halfspace_accuracy([2, 2, -1], 0, half) == Fraction(7, 8)
+    for k in (1, 3, 5, 7, 9):
+        maj = theory.halfspace_accuracy([1] * k, 0, half)
+        best = theory.halfspace_accuracy(theory.ceiling_weights(k), 0, half)
+        assert best == theory.linear_ceiling(k, half)
+        assert (maj == best) == (k % 4 == 1)
+    with pytest.raises(ValueError, match="'k'"):
+        theory.ceiling_weights(4)
+
+
 def test_lemma_a8_identities():
     dist = data.parity_mixture(12, 9, 3, Fraction(1, 2), _gen())
     r = theory.lemma_a8(dist)
@@ -348,3 +362,39 @@ def test_theorem_2_1_rate_algebra():
     import sympy as sp
 
     assert sp.simplify(r["width"][0] - k**12 / eps ** sp.Rational(3, 2)) == 0
+
+
+def test_decided_directions_and_undecided():
+    from companions.emergence import analysis
+
+    assert analysis.decided([0.99, 1.0, 1.0], 0.9)[0] is True
+    assert analysis.decided([0.5, 0.52, 0.48], 0.9)[0] is False
+    assert analysis.decided([0.5, 0.52, 0.48], 0.6, "below")[0] is True
+    assert analysis.decided([0.5, 0.9, 0.1], 0.6, "below")[0] is None
+    assert analysis.decided([0.50, 0.51, 0.49], 0.03, "within", target=0.5)[0] is True
+    assert analysis.decided([0.70, 0.71, 0.69], 0.03, "within", target=0.5)[0] is False
+    with pytest.raises(ValueError, match="'direction'"):
+        analysis.decided([1, 2], 0, "sideways")
+    with pytest.raises(ValueError, match="'target'"):
+        analysis.decided([1, 2], 0, "within")
+
+
+def test_all_of_combines_verdicts():
+    from companions.emergence import analysis
+
+    assert analysis.all_of([True, True]) is True
+    assert analysis.all_of([True, None]) is None
+    assert analysis.all_of([None, False, True]) is False
+
+
+def test_lemma_a29_network_margin_on_good_points():
+    gen = torch.Generator().manual_seed(0)
+    dist = data.parity_mixture(40, 20, 3, Fraction(1, 2), gen)
+    r = theory.lemma_a29_noisy(dist, 0.05, 4000, gen)
+    assert float(r["margin"][r["good"]].min()) >= 1 - 1e-9
+    assert float(r["below"].mean()) <= r["bound"]
+    # noiseless: every point has margin >= 1 and the candidates' heights are 4 and 8
+    net = theory.target_network_a29(3, {1, 3}, Fraction(3, 2))
+    assert net["candidate"] == 2 and max(abs(v) for v in net["a"]) == 2 * 8 * 8 * 3
+    z = theory.lemma_a29_noisy(dist, 1e-12, 500, gen)
+    assert float(z["margin"].min()) >= 1 - 1e-9

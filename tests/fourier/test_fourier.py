@@ -282,3 +282,30 @@ def test_float32_training_logs_in_float64_and_tracks_float64_training():
     assert r32.U.dtype == r32.rho.dtype == torch.float64
     assert torch.allclose(r32.U0, r64.U0, atol=1e-6)
     assert torch.allclose(r32.rho, r64.rho, atol=1e-3)
+
+
+def test_neuron_count_table_multiplies_terms_by_half_sign_vectors():
+    from companions.fourier.construction import neuron_count_table
+
+    table = neuron_count_table({3: 8, 2: 4})
+    lines = table.splitlines()
+    assert lines[2].startswith("| 2 | 4 | 2 | 8 | 8 |")
+    assert lines[3].startswith("| 3 | 8 | 4 | 32 | 32 |") and "56" in lines[3]
+    with pytest.raises(ValueError, match="nonzero_terms"):
+        neuron_count_table({3: -1})
+
+
+def test_diagonal_dft_ratio_is_one_at_the_construction_and_not_at_random():
+    con = fcon.construction(5, 2)
+    assert fdiag.diagonal_dft_ratio(con.U, con.W, 5) == pytest.approx(1.0, abs=1e-12)
+    U, W = ftr.init_network(1, 8, 5, 2, torch.Generator().manual_seed(0))
+    assert fdiag.diagonal_dft_ratio(U[0], W[0], 5) < 0.9
+    flipped = fdiag.diagonal_dft_ratio(con.U, -con.W, 5)
+    assert flipped == pytest.approx(-1.0, abs=1e-12)
+
+
+def test_across_seeds_decides_against_the_standard_error():
+    assert fdiag.across_seeds([0.99, 0.98, 0.995], 0.95)[0] is True
+    assert fdiag.across_seeds([0.5, 0.6, 0.55], 0.95)[0] is False
+    assert fdiag.across_seeds([0.8, 1.0], 0.95)[0] is None
+    assert "3 seeds" in fdiag.across_seeds([0.5, 0.6, 0.55], 0.95)[1]

@@ -55,3 +55,34 @@ def test_bad_parameters():
         companions.preset("fourier-transformer", "smoke", grok_p=[11], grok_k=[2, 3])
     with pytest.raises(ValueError, match="'p'"):
         companions.preset("fourier-transformer", "smoke", p=4)
+
+
+def test_cosine_structure_tells_a_product_of_cosines_from_noise_and_1d_waves():
+    p = 11
+    i = torch.arange(p, dtype=torch.float64)
+    prod = torch.cos(2 * math.pi * 3 * i[:, None] / p + 0.3) * torch.cos(
+        2 * math.pi * 2 * i[None, :] / p - 0.7
+    )
+    frac, z1, z2 = ft.cosine_structure(torch.stack([prod, prod.T]))
+    assert torch.allclose(frac, torch.ones(2, dtype=torch.float64), atol=1e-12)
+    assert z1.tolist() == [3, 2] and z2.tolist() == [2, 3]
+    # a 1-D wave is not a 2-D cosine; noise spreads its power
+    wave_1d = torch.cos(2 * math.pi * 4 * i[:, None] / p).expand(p, p)
+    assert float(ft.cosine_structure(wave_1d)[0]) == 0.0
+    noise = torch.randn(200, p, p, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    assert float(ft.cosine_structure(noise)[0].mean()) < 0.2
+    # two products at different frequency pairs: half the power on the strongest pair's points
+    other = torch.cos(2 * math.pi * 1 * i[:, None] / p) * torch.cos(
+        2 * math.pi * 5 * i[None, :] / p
+    )
+    assert float(ft.cosine_structure(prod + 0.5 * other)[0]) == pytest.approx(0.8, abs=1e-9)
+    with pytest.raises(ValueError, match="'A'"):
+        ft.cosine_structure(torch.zeros(4, 4))
+
+
+def test_gap_weakens_decides_each_step_against_its_uncertainty():
+    assert ft.gap_weakens({2: [900, 1000, 950], 3: [400, 450, 420], 4: [100, 120, 90]}) is True
+    assert ft.gap_weakens({2: [100, 120, 90], 3: [900, 1000, 950]}) is False
+    assert ft.gap_weakens({2: [100, 900, 500], 3: [400, 450, 420]}) is None
+    with pytest.raises(ValueError):
+        ft.gap_weakens({2: [100], 3: [50]})

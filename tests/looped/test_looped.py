@@ -318,3 +318,28 @@ def test_looped_trainer_float64_matches_the_last_row_trainer():
     )
     m32, _ = ltr.train_looped_transformer(d, n, loops, 3, batch, torch.Generator(), progress=False)
     assert m32.Q.dtype == torch.float64
+
+
+def test_gap_per_trial_is_theory_minus_log_error_and_refuses_the_floor():
+    from companions.looped.experiments import ConvergenceRun, gap_per_trial
+
+    kappa = torch.tensor([2.0, 4.0], dtype=torch.float64)
+    tf_sq = torch.tensor([[1.0, 1.0], [math.exp(-3.0), 1e-30]], dtype=torch.float64)
+    z = torch.zeros(2, 2, dtype=torch.float64)
+    run = ConvergenceRun(3, kappa, tf_sq, z, z, z, z, torch.zeros(2))
+    assert torch.allclose(gap_per_trial(run, 0), torch.zeros(2, dtype=torch.float64))
+    with pytest.raises(ValueError, match="floor"):
+        gap_per_trial(run, 1)
+    run.tf_sq[1, 1] = math.exp(-1.0)
+    assert torch.allclose(gap_per_trial(run, 1), torch.tensor([-0.5 + 3.0, -0.25 + 1.0]).double())
+
+
+def test_depth_verdict_decides_only_on_seeds_that_reached_the_construction():
+    from companions.looped.experiments import depth_verdict
+
+    # undertrained seeds (error at T far above the construction's) do not count
+    assert depth_verdict([1.0, 1.0, 1.0], [9.0, 9.0, 9.0], 0.01)[:2] == (None, 0)
+    ok, n, _ = depth_verdict([0.010, 0.011, 0.012], [1.0, 2.0, 1.5], 0.01)
+    assert ok is True and n == 3
+    ok, n, _ = depth_verdict([0.010, 0.011, 0.012], [1e-4, 2e-4, 1.5e-4], 0.01)
+    assert ok is False and n == 3

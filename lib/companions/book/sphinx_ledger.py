@@ -14,6 +14,11 @@
 3. The ``ledger-summary`` directive (used by the introduction) renders one row per chapter of the
    book with its scale, device and claim counts, filled in after every chapter has run; a page that
    uses it is always re-read.
+4. Every claim gets an anchor, ``claim-<id>``, on the code cell of its chapter that computed it
+   (the cell whose execution count the ledger recorded, else the cell whose source names the claim
+   id in quotes), and the ``ledger-claims`` directive (used by the ledger page) lists every claim of
+   the book, each linked to that cell, in a table that the static script ``companions-ledger.js``
+   lets the reader filter by chapter, kind and status, offline.
 
 Nothing here is typed by hand: every number comes from the ledgers the chapters wrote.
 """
@@ -94,7 +99,18 @@ def _always_outdated(app, env, added, changed, removed):
 
 def _purge(app, env, docname):
     getattr(env, "companions_summary_docs", set()).discard(docname)
+    getattr(env, "companions_claim_anchors", {}).pop(docname, None)
     getattr(env, "companions_read_started", {}).pop(docname, None)
+
+
+def _add_script(app):
+    """The ledger page's filter (a static script, no network), for HTML builds."""
+    if getattr(app.builder, "format", "") != "html":
+        return
+    static = Path(__file__).with_name("static")
+    if str(static) not in app.config.html_static_path:
+        app.config.html_static_path.append(str(static))
+    app.add_js_file("companions-ledger.js")
 
 
 def _merge(app, env, docnames, other):
@@ -171,12 +187,53 @@ def _add_banner(app, doctree):
     chapter = chapter_docs().get(docname)
     if chapter is None:
         return
-    banner = chapter_banner(chapter=chapter.id, ledger=_read_ledger(app, docname, chapter))
+    led = _read_ledger(app, docname, chapter)
+    banner = chapter_banner(chapter=chapter.id, ledger=led)
+    anchors = getattr(app.env, "companions_claim_anchors", None)
+    if anchors is None:
+        anchors = app.env.companions_claim_anchors = {}
+    anchors[docname] = anchor_claims(doctree, led) if led is not None else {}
     section = next(iter(doctree.findall(nodes.section)), None)
     if section is not None and section.children and isinstance(section[0], nodes.title):
         section.insert(1, banner)
     else:
         doctree.insert(0, banner)
+
+
+def claim_anchor(claim_id: str) -> str:
+    """The HTML id of a claim's cell on its chapter page."""
+    return nodes.make_id(f"claim-{claim_id}")
+
+
+def anchor_claims(doctree: nodes.Node, led: dict) -> dict:
+    """Put an id ``claim-<id>`` on the code cell that computed each claim of ``led``: the cell
+    whose execution count is the claim's ``cell`` (recorded by the ledger in the same run), else
+    the first cell whose source contains the claim id in quotes. Returns ``{claim id: anchor}``
+    for the claims placed."""
+    cells = [
+        node for node in doctree.findall(nodes.container) if node.get("nb_element") == "cell_code"
+    ]
+    by_count = {c.get("exec_count"): c for c in cells if c.get("exec_count") is not None}
+
+    def source(cell):
+        block = next(iter(cell.findall(nodes.literal_block)), None)
+        return block.astext() if block is not None else ""
+
+    placed = {}
+    for claim in led.get("claims", []):
+        cid = str(claim.get("id", ""))
+        cell = by_count.get(claim.get("cell"))
+        if cell is None:
+            cell = next(
+                (c for c in cells if f'"{cid}"' in source(c) or f"'{cid}'" in source(c)), None
+            )
+        if cell is None or not cid:
+            continue
+        anchor = claim_anchor(cid)
+        if anchor not in cell["ids"]:
+            cell["ids"].append(anchor)
+        placed[cid] = anchor
+    return placed
 
 
 def _status_nodes(counts: dict) -> list[nodes.Node]:
@@ -343,6 +400,81 @@ def summary_table(app, fromdoc: str) -> nodes.Node:
     return table
 
 
+class ledger_claims(nodes.General, nodes.Element):
+    """Placeholder of the ``ledger-claims`` directive, filled in at write time."""
+
+
+class LedgerClaims(SphinxDirective):
+    """``ledger-claims``: every claim of the book's chapters, one row each, linked to the cell of
+    its chapter that computed it; the rendered table can be filtered by chapter, kind and status
+    (``static/companions-ledger.js``)."""
+
+    has_content = False
+
+    def run(self):
+        if not hasattr(self.env, "companions_summary_docs"):
+            self.env.companions_summary_docs = set()
+        self.env.companions_summary_docs.add(self.env.docname)
+        return [ledger_claims()]
+
+
+CLAIM_COLUMNS = ("chapter", "claim", "source", "kind", "status", "expected", "observed", "note")
+
+
+def claims_table(app, fromdoc: str) -> nodes.Node:
+    """The table of every claim, for :class:`LedgerClaims`."""
+    from companions.ledger import _fmt
+
+    rows = [(doc, cid, led) for doc, cid, led in summary_rows(app) if led is not None]
+    if not rows:
+        return nodes.paragraph("", "This build has no chapter ledgers yet.")
+    anchors = getattr(app.env, "companions_claim_anchors", {})
+    table = nodes.table(classes=["companions-ledger-claims"])
+    group = nodes.tgroup(cols=len(CLAIM_COLUMNS))
+    table += group
+    group += [nodes.colspec(colwidth=1) for _ in CLAIM_COLUMNS]
+
+    def row(cells, classes=()):
+        r = nodes.row(classes=list(classes))
+        for cell in cells:
+            entry = nodes.entry()
+            para = nodes.paragraph()
+            para += cell if isinstance(cell, nodes.Node) else nodes.Text(str(cell))
+            entry += para
+            r += entry
+        return r
+
+    thead = nodes.thead()
+    thead += row(CLAIM_COLUMNS)
+    group += thead
+    body = nodes.tbody()
+    for doc, chapter_id, led in rows:
+        placed = anchors.get(doc, {})
+        uri = app.builder.get_relative_uri(fromdoc, doc) if doc in app.env.found_docs else None
+        for claim in led["claims"]:
+            cid = str(claim.get("id", ""))
+            if uri is not None and cid in placed:
+                link = nodes.reference("", cid, internal=True, refuri=f"{uri}#{placed[cid]}")
+            else:
+                link = nodes.literal("", cid)
+            status = str(claim.get("status", ""))
+            body += row(
+                [
+                    chapter_id,
+                    link,
+                    claim.get("source", ""),
+                    claim.get("kind", ""),
+                    nodes.inline("", status, classes=["companions-status", f"companions-{status}"]),
+                    _fmt(claim.get("expected")),
+                    _fmt(claim.get("observed")),
+                    claim.get("note", ""),
+                ],
+                classes=["companions-claim"],
+            )
+    group += body
+    return table
+
+
 def _note_toc_order(app, env):
     """Remember the order of documents in the toctree (for the summary's rows)."""
     try:
@@ -365,6 +497,8 @@ def _resolve(app, doctree, docname):
         node.replace_self(banner_nodes(app, docname, node["chapter"], node["ledger"]))
     for node in list(doctree.findall(ledger_summary)):
         node.replace_self(summary_table(app, docname))
+    for node in list(doctree.findall(ledger_claims)):
+        node.replace_self(claims_table(app, docname))
 
 
 def _visit_skip(self, node):
@@ -375,7 +509,10 @@ def setup(app):
     skip = (_visit_skip, None)
     app.add_node(chapter_banner, html=skip, latex=skip, text=skip, man=skip, texinfo=skip)
     app.add_node(ledger_summary, html=skip, latex=skip, text=skip, man=skip, texinfo=skip)
+    app.add_node(ledger_claims, html=skip, latex=skip, text=skip, man=skip, texinfo=skip)
     app.add_directive("ledger-summary", LedgerSummary)
+    app.add_directive("ledger-claims", LedgerClaims)
+    app.connect("builder-inited", _add_script)
     app.connect("env-before-read-docs", _ledger_last)
     app.connect("env-get-outdated", _always_outdated)
     app.connect("env-purge-doc", _purge)

@@ -172,3 +172,55 @@ def evaluate_runs(
         mse, r2 = regression_mse(htr, ztr, hx, zx, s.n_maj, target=target)
         outs.append(torch.stack([cos, zero, mse, r2]).cpu())
     return tuple(torch.cat(outs, dim=1))
+
+
+def stage2_slopes(hist, runs) -> torch.Tensor:
+    """Per run of ``runs`` and feature: the mean log-slope per step of the largest projection
+    ``max_i |<w_i, M_j>|`` between ``T1`` and ``T2`` (the growth rate of the feature's best
+    neuron in Stage 2). Returns ``(len(runs), d)``; raises if a run never reached ``T1`` or
+    ``T2`` (:func:`training.stage_index`)."""
+    from companions.contrastive.training import stage_index
+
+    proj = hist.A.abs().max(2).values  # (T, R, d)
+    i1, i2 = stage_index(hist, "t1", runs), stage_index(hist, "t2", runs)
+    rows = []
+    for r, a, b in zip(runs, i1, i2):
+        if b <= a:
+            raise ValueError(
+                f"run {int(r)}: T2 is logged at or before T1; lower parameter 'log_every'"
+            )
+        dt = float(hist.steps[b] - hist.steps[a])
+        rows.append((proj[b, r].double().log() - proj[a, r].double().log()) / dt)
+    return torch.stack(rows)
+
+
+def trend_slopes(values: torch.Tensor, eps_grid, n_nsr: int, repeats: int) -> torch.Tensor:
+    """Least-squares slope of a statistic against ``eps_min``, one per (NSR, repeat), for the runs
+    of ``data.run_grid(eps_grid, nsr_grid, repeats)`` (eps outermost, repeats innermost):
+    ``(n_nsr, repeats)``. The runs are independent, so the ``repeats`` slopes of one NSR are
+    independent estimates of its trend."""
+    x = torch.as_tensor([float(e) for e in eps_grid], dtype=torch.float64)
+    if len(values) != len(x) * n_nsr * repeats:
+        raise ValueError(
+            f"parameter 'values' has {len(values)} runs: expected len(eps_grid) * n_nsr * repeats "
+            f"= {len(x) * n_nsr * repeats}"
+        )
+    v = values.double().view(len(x), n_nsr, repeats)  # (eps, nsr, repeat)
+    xc = x - x.mean()
+    return ((v - v.mean(0)) * xc[:, None, None]).sum(0) / (xc * xc).sum()
+
+
+def coefficient_ratio(W: torch.Tensor, M: torch.Tensor, n_maj: int) -> torch.Tensor:
+    """(13) per run: the mean ``|<w_i, M_j>|`` of the minority pure neurons on their feature over
+    that of the majority pure neurons (:func:`pure_neurons`), ``(R,)``; ``nan`` for a run without
+    pure neurons of both kinds."""
+    A = (W @ M).abs()  # (R, m, d)
+    C2 = (A / W.norm(dim=-1, keepdim=True).clamp_min(1e-300)) ** 2
+    pure = pure_neurons(C2)
+    own = A.max(-1).values  # a pure neuron's largest projection is on its feature
+    out = torch.full((W.shape[0],), float("nan"), dtype=torch.float64)
+    for r in range(W.shape[0]):
+        mino, majo = pure[r, :, n_maj:].any(-1), pure[r, :, :n_maj].any(-1)
+        if bool(mino.any()) and bool(majo.any()):
+            out[r] = own[r][mino].double().mean() / own[r][majo].double().mean()
+    return out

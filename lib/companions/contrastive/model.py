@@ -105,6 +105,11 @@ def bias_constant(d: int, c_b: float) -> float:
     return c_b * math.sqrt(2 * math.log(d) / d)
 
 
+#: Bias rules after ``T2`` (the papers give none): ``"norm"``, this book's ``b`` proportional to
+#: ``||w||``; ``"frozen"``, ``b`` held at its ``T2`` value.
+POST_T2_RULES = ("norm", "frozen")
+
+
 class BiasSchedule:
     """The bias of every neuron, per run, through the three stages (the papers state it in proofs
     only).
@@ -114,9 +119,10 @@ class BiasSchedule:
       Lemma D.1).
     * Stage 2 (``T1 < t <= T2``), eq (285) / [000](70):
       ``b <- max(b (1 + eta/d), b ||w^(t+1)|| / ||w^(t)||)``.
-    * Stage 3 (after ``T2``): not given by the papers; here ``b`` stays proportional to ``||w_i||``
-      (the second branch of (285) only), since the first branch, kept forever, silences every
-      neuron.
+    * Stage 3 (after ``T2``): not given by the papers (Theorem E.1(g) only bounds ``b`` from
+      below). This book's rule, ``post_t2 = "norm"``: ``b`` stays proportional to ``||w_i||`` (the
+      second branch of (285) only), since the first branch, kept forever, silences every neuron.
+      The other arm, ``post_t2 = "frozen"``: ``b`` is held at its value at ``T2``.
 
     ``T1`` per run: ``t1_rule = "mean"`` -- first ``t`` with mean over neurons of
     ``||M^T w_i||^2 / ||w_i||^2 >= 1/2`` ((34) asks it of every neuron: ``"min"``), or a fixed
@@ -134,12 +140,18 @@ class BiasSchedule:
         t1_steps: int = 0,
         dtype=torch.float64,
         device="cpu",
+        post_t2: str = "norm",
     ):
         if t1_rule not in ("mean", "min"):
             raise ValueError(
                 f"parameter 't1_rule' = {t1_rule!r} is not allowed: expected one of 'mean', 'min'"
             )
+        if post_t2 not in POST_T2_RULES:
+            raise ValueError(
+                f"parameter 'post_t2' = {post_t2!r} is not allowed: expected one of {POST_T2_RULES}"
+            )
         self.d, self.eta, self.c_b, self.t1_rule, self.t1_steps = d, eta, c_b, t1_rule, t1_steps
+        self.post_t2 = post_t2
         self.b = torch.zeros(runs, m, dtype=dtype, device=device)
         self.stage = torch.ones(runs, dtype=torch.long, device=device)
         self.t1 = torch.full((runs,), -1, dtype=torch.long, device=device)
@@ -174,7 +186,8 @@ class BiasSchedule:
         ratio = n_new / n_old.clamp_min(1e-300)
         s2, s3 = (self.stage == 2)[:, None], (self.stage == 3)[:, None]
         grown = torch.maximum(self.b * (1 + self.eta / self.d), self.b * ratio)
-        self.b = torch.where(s2, grown, torch.where(s3, self.b * ratio, self.b))
+        after = self.b * ratio if self.post_t2 == "norm" else self.b
+        self.b = torch.where(s2, grown, torch.where(s3, after, self.b))
         # stage 2 -> 3 at T2 (61)
         reach = (n_new**2 >= self.d * self.norm_t1**2).any(-1) & (self.stage == 2)
         self.t2 = torch.where(reach, torch.full_like(self.t2, t + 1), self.t2)

@@ -467,6 +467,38 @@ def other_feature_projection(hist, feature: torch.Tensor) -> torch.Tensor:
     return out
 
 
+def minority_norm_gap(W: torch.Tensor, M: torch.Tensor, n_maj: int) -> torch.Tensor:
+    """Remark 2 per run: ``log`` of the median norm of the minority specialists minus ``log`` of
+    the median norm of every other neuron (majority specialists and unaligned ones), ``(R,)``;
+    ``nan`` for a run without a minority specialist or without another neuron. Negative: the
+    minority specialists are the smaller neurons."""
+    spec = specialists(W, M)
+    is_min = spec[..., n_maj:].any(-1)
+    norms = W.norm(dim=-1).double()
+    out = torch.full((W.shape[0],), float("nan"), dtype=torch.float64)
+    for r in range(W.shape[0]):
+        a, b = norms[r][is_min[r]], norms[r][~is_min[r]]
+        if len(a) and len(b):
+            out[r] = a.median().log() - b.median().log()
+    return out
+
+
+def majority_scale(W: torch.Tensor, M: torch.Tensor, spec_maj: torch.Tensor) -> torch.Tensor:
+    """Per run, the mean ``|<w_i, M_j>|`` over the majority specialists ``spec_maj`` (``(R, m,
+    n_maj)`` boolean, each neuron counted on its own feature), read from the weights ``W`` (those
+    at the end of the window for Theorem 3.2 (c), not the checkpoint's), ``(R,)``."""
+    A = cmodel.alignment(W, M)[..., : spec_maj.shape[-1]].abs()
+    return (A * spec_maj).sum((1, 2)) / spec_maj.sum((1, 2)).clamp_min(1)
+
+
+def other_feature_rate(hist, feature: torch.Tensor) -> torch.Tensor:
+    """Theorem 3.2 (b) per run: the mean over ``j != j*`` of the per-step log-growth of
+    ``max_i |<w_i, M_j>|`` over a recorded window, ``(R,)``."""
+    oth = other_feature_projection(hist, feature)  # (T, R, d), nan at j*
+    span = float(hist.steps[-1] - hist.steps[0])
+    return torch.nanmean((oth[-1].double().log() - oth[0].double().log()) / span, -1)
+
+
 # ---------------------------------------------------------------------------------------------
 # [001] Table 2 (real data, transcribed)
 # ---------------------------------------------------------------------------------------------
@@ -529,3 +561,49 @@ def table2_claims() -> dict:
         "reduces_delta20": sum(r["delta20_change"] < 0 for r in rows),
         "rows": len(rows),
     }
+
+
+# ---------------------------------------------------------------------------------------------
+# The chapter's summary, written from its ledger
+# ---------------------------------------------------------------------------------------------
+
+_SUMMARY = (
+    (
+        "lemma-f2-d1-rises",
+        "masking the minority specialists raises E[1 - ell'_p] on D1 (Lemma F.2)",
+    ),
+    ("lemma-f2-d2-unchanged", "it leaves the other pairs, D2, unchanged"),
+    ("remark-2-minority-neurons-smaller", "minority specialists are the small neurons (Remark 2)"),
+    ("remark-2-minority-neurons-smaller-frozen-bias", "the same, with b frozen at T2"),
+    ("thm-3-2a-oracle-accelerates", "a fixed pruned set grows faster along M_j* (15)"),
+    ("thm-3-2a-oracle-accelerates-frozen-bias", "the same, with b frozen at T2"),
+    ("thm-3-2b-others-barely-move", "the other features stay below (16)'s rate"),
+    ("alg1-accelerates-minority", "Algorithm 1 as written accelerates the minority"),
+    ("thm-3-2c-majority-scale", "the pruned neurons reach the majority scale (c)"),
+    ("remark-1-pruned-are-minority", "Algorithm 1 prunes minority specialists (Remark 1)"),
+)
+_WORD = {
+    "holds": "yes",
+    "reproduced": "yes",
+    "differs": "**no**",
+    "fails": "**no**",
+    "inconclusive": "undecided at this scale",
+}
+
+
+def summary_markdown(claims: list[dict]) -> str:
+    """A table of the chapter's findings, one row per claim of :data:`_SUMMARY` present in
+    ``claims`` (a ledger's claims), with the answer its status gives and the observed mean."""
+    by_id = {c["id"]: c for c in claims}
+    rows = ["| finding | in this run | claim |", "|---|---|---|"]
+    for cid, text in _SUMMARY:
+        if cid in by_id:
+            c = by_id[cid]
+            rows.append(f"| {text} | {_WORD.get(c['status'], c['status'])} | `{cid}` |")
+    k3 = [c for c in claims if c["id"].startswith("k3-")]
+    if k3:
+        better = [c["id"] for c in k3 if c["status"] == "reproduced"]
+        rows.append(
+            f"| pruning improves Figures 2-5's statistics | {len(better)} of {len(k3)} | `k3-*` |"
+        )
+    return "\n".join(rows)

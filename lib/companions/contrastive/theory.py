@@ -216,12 +216,17 @@ def stage2_time(
     return math.log(math.sqrt(d) / (c_b * math.sqrt(2 * math.log(d) / d))) / torch.log(g)
 
 
-def survives_bias_growth(kappa_j, n_neg: int, d: int, c_tau: float = 1.0):
-    """A lucky neuron outgrows the bias branch ``b (1 + eta/d)`` of (285) iff its feature rate beats
-    ``1/d``: ``c_tau (1 - 1/|B|) kappa_j > 1/d`` (from (282)-(290); ``eps_j C_z loglog d > 1`` in
-    the papers' units). Returns the left side and the threshold."""
+def survives_bias_growth(kappa_j, n_neg: int, d: int, lam: float, c_tau: float = 1.0):
+    """A lucky neuron's projection, growing by ``g_j = 1 - eta lam + eta c_tau (1 - 1/|B|) kappa_j``
+    per step (:func:`growth_rate`), outgrows the bias branch ``b (1 + eta/d)`` of (285) iff
+    ``c_tau (1 - 1/|B|) kappa_j > 1/d + lam`` (from (282)-(290); ``eps_j C_z loglog d > 1`` in the
+    papers' units, where ``lam`` is dropped). Weight decay ``lam`` shrinks the projection, not the
+    bias branch, so it raises the threshold. Returns the left side and the threshold
+    ``1/d + lam``."""
+    if lam < 0:
+        raise ValueError(f"parameter 'lam' = {lam} is not allowed: expected lam >= 0")
     lhs = c_tau * (1 - 1 / (1 + n_neg)) * torch.as_tensor(kappa_j, dtype=torch.float64)
-    return lhs, 1.0 / d
+    return lhs, 1.0 / d + lam
 
 
 # ---------------------------------------------------------------------------------------------

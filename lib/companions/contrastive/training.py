@@ -60,6 +60,7 @@ class Setup:
     c_b: float = 0.3
     t1_rule: str = "mean"
     t1_steps: int = 0
+    post_t2: str = "norm"  # bias after T2: "norm" (this book's b ∝ ||w||) or "frozen" (b(T2))
     attention: str = "uniform"
     att_scale: float = 0.0
     bias: bool = True  # False: b = 0 throughout (the linear regime of Stage 1, indefinitely)
@@ -215,7 +216,9 @@ def train(
     sigma = (nsr.to(torch.float64) / s.d1).sqrt()
     M = cdata.dictionary(R, s.d1, s.d, generator, dtype, device)
     W = cmodel.init_weights(R, s.m, s.d1, s.sigma0, generator, dtype, device)
-    sched = cmodel.BiasSchedule(R, s.m, s.d, s.eta, s.c_b, s.t1_rule, s.t1_steps, dtype, device)
+    sched = cmodel.BiasSchedule(
+        R, s.m, s.d, s.eta, s.c_b, s.t1_rule, s.t1_steps, dtype, device, post_t2=s.post_t2
+    )
     hist = History(W0=W.cpu().clone(), M=M.cpu())
     return _run(
         s,
@@ -391,3 +394,22 @@ def train_chunked(
     out.steps = parts[0].steps
     out.hooks = hooks
     return out
+
+
+def stage_index(hist: History, which: str, runs=None) -> list[int]:
+    """Index into ``hist.steps`` of each run's ``T1`` or ``T2`` (``which``), for the runs ``runs``
+    (default: all). A run that never reached it (recorded as ``-1``) raises a ``ValueError`` naming
+    the parameter ``steps``, instead of silently reading step 0. A time between two logged steps
+    maps to the first logged step at or after it."""
+    if which not in ("t1", "t2"):
+        raise ValueError(f"parameter 'which' = {which!r} is not allowed: expected 't1' or 't2'")
+    times = getattr(hist, which)
+    runs = range(len(times)) if runs is None else [int(r) for r in runs]
+    missing = [r for r in runs if int(times[r]) < 0]
+    if missing:
+        raise ValueError(
+            f"runs {missing} never reached {which.upper()} within {int(hist.steps[-1])} steps: "
+            "raise parameter 'steps' (or, for T1, lower 'sigma0' less)"
+        )
+    last = len(hist.steps) - 1
+    return [min(int(torch.searchsorted(hist.steps, times[r])), last) for r in runs]

@@ -9,6 +9,7 @@ import math
 
 import torch
 
+from companions import stats
 from companions.emergence import baselines
 from companions.emergence.network import (
     Params,
@@ -102,3 +103,199 @@ def probes(
         "output_spread": float((Ft @ a).std()),
     }
     return {"standardised": std, "raw": raw}
+
+
+def decided(values, margin: float = 0.0, direction: str = "above", target: float | None = None):
+    """A statistic repeated over seeds, decided against a margin fixed in advance with
+    :func:`companions.stats.decide` (Student's t for ``n - 1`` degrees of freedom).
+
+    ``direction='above'``: is the mean above ``margin``; ``'below'``: below ``margin``;
+    ``'within'``: is ``|mean - target|`` below ``margin`` (an equivalence test). Returns
+    ``(verdict, mean, se, n)`` with ``verdict`` True, False or None (undecided)."""
+    mean, se, n = stats.mean_and_se(values)
+    if direction == "above":
+        verdict = stats.decide(mean, se, n, margin)
+    elif direction == "below":
+        verdict = stats.decide(-mean, se, n, -margin)
+    elif direction == "within":
+        if target is None:
+            raise ValueError("parameter 'target' is needed with direction='within'")
+        verdict = stats.decide(margin - abs(mean - target), se, n, 0.0)
+    else:
+        raise ValueError(
+            f"parameter 'direction' = {direction!r} is not allowed: "
+            "expected 'above', 'below' or 'within'"
+        )
+    return verdict, mean, se, n
+
+
+def mean_se_text(mean: float, se: float, n: int, digits: int = 4) -> str:
+    """``'0.9876 +- 0.0012 (3 seeds)'``."""
+    return f"{mean:.{digits}f} +- {se:.{digits}f} ({n} seeds)"
+
+
+def all_of(verdicts) -> bool | None:
+    """Combine decided verdicts of an "in every case" claim: False if any case is decided False,
+    True if every case is decided True, None (undecided) otherwise."""
+    verdicts = list(verdicts)
+    if any(v is False for v in verdicts):
+        return False
+    if all(v is True for v in verdicts):
+        return True
+    return None
+
+
+def first_steps_stats(
+    d: int,
+    D: int,
+    k: int,
+    p_o,
+    m: int,
+    n: int,
+    n_test: int,
+    schedule: str,
+    probe_steps: int,
+    seed: int,
+    device="cpu",
+) -> dict:
+    """One seed of the two forgetful steps on a fresh sample of D_A^mix (Section A.7.1): the
+    statistics the chapter decides over seeds. Returns the fraction of neurons whose step-1 cosine
+    to ``v = sum_A M_j`` has the sign of ``a_i^(0)``, max/median ``|cos|`` after steps 1 and 2, the
+    fraction of training points with ``y g^(1) < 1`` (Lemma A.13), the least-squares slope of
+    ``mean_{j in A} T_ij / (gamma / sigma~)`` on ``beta_i`` (Lemma 2.6), and both readings of the
+    One-Step and Two-Step probes (train and test)."""
+    from fractions import Fraction
+
+    from companions.emergence import data as em_data
+    from companions.emergence import network as net
+
+    gen = torch.Generator().manual_seed(10 + 1000 * seed)
+    dist = em_data.parity_mixture(d, D, k, Fraction(p_o).limit_denominator(1000), gen)
+    x, y, _ = dist.sample(n, gen, device=device)
+    xt, yt, _ = dist.sample(n_test, gen, device=device)
+    sched = net.schedule(schedule, k, m, dist.sigma, float(dist.gamma), 600)
+    p0 = net.symmetric_init(
+        m,
+        d,
+        k,
+        dist.sigma,
+        float(dist.gamma),
+        torch.Generator().manual_seed(11 + 1000 * seed),
+        device=device,
+    )
+    p1, p2 = net.first_two_steps(p0, x, y, sched)
+    v = dist.signal_direction.to(device)
+    cos1, cos2 = cosines(p1.W, v), cosines(p2.W, v)
+    terms = sample_gradient_terms(p0, x, y, dist, sched["step1"]["s"])
+    ta = terms["T_A"].mean(1) / terms["unit"]
+    slope = float((terms["beta"] * ta).sum() / (terms["beta"] ** 2).sum())
+    out = {
+        "sign_agree": float((torch.sign(cos1) == torch.sign(p0.a)).double().mean()),
+        "max_cos1": float(cos1.abs().max()),
+        "median_cos1": float(cos1.abs().median()),
+        "max_cos2": float(cos2.abs().max()),
+        "median_cos2": float(cos2.abs().median()),
+        "hinge_active": float((y * net.forward(p1, x, sched["step2"]["s"]) < 1).double().mean()),
+        "slope": slope,
+    }
+    for name, p in (("one", p1), ("two", p2)):
+        g = torch.Generator().manual_seed(20 + 1000 * seed + (name == "two"))
+        pr = probes(p, x, y, xt, yt, probe_steps, 1000, g)
+        out[f"{name}_std_test"] = pr["standardised"]["test"]
+        out[f"{name}_raw_train"] = pr["raw"]["train"]
+        out[f"{name}_raw_test"] = pr["raw"]["test"]
+    return out
+
+
+def lemma_a18_drift(
+    d: int,
+    D: int,
+    k: int,
+    m: int,
+    n: int,
+    steps: int,
+    batch: int,
+    seed: int,
+    lam: float | None = None,
+    device="cpu",
+) -> dict:
+    """The recursion in the proof of Lemma A.18 on one run of the later steps (A.276): plain SGD
+    with ``eta = k^2/(T m^{1/3})``, weight decay ``lam`` on ``a`` and ``W`` (default: the largest
+    (A.276) allows, ``k^3/(sigma~ m^{1/3})``), ``sigma_xi = 0``, after the two forgetful steps on
+    a fresh D_A^mix. With ``R = max ||x||`` over the sample, every neuron ``i`` and step ``t``
+    must satisfy
+
+    * ``|a_i^(t)| <= eta t + |a_i^(2)|`` (A.254),
+    * ``||w_i^(t) - w_i^(2)|| <= 2 t eta lam ||w_i^(2)|| + R (eta^2 t (t-1)/2 + t eta |a_i^(2)|)``,
+    * ``|b_i^(t) - b_i^(2)| <= eta^2 t (t-1)/2 + t eta |a_i^(2)|``,
+
+    the sums of the per-step increments (A.253), (A.261) and (A.267) (the hinge's derivative and
+    ``sigma'`` are at most 1 in absolute value; biases are not regularised). Returns the largest
+    ratio left side / right side of each (at most 1 if the bounds hold) and the drifts at ``T``."""
+    from fractions import Fraction
+
+    from companions.emergence import data as em_data
+    from companions.emergence import network as net
+
+    gen = torch.Generator().manual_seed(10 + 1000 * seed)
+    dist = em_data.parity_mixture(d, D, k, Fraction(1, 2), gen)
+    x, y, _ = dist.sample(n, gen, device=device)
+    sched = net.schedule("A.214", k, m, dist.sigma, float(dist.gamma), steps)
+    p0 = net.symmetric_init(
+        m,
+        d,
+        k,
+        dist.sigma,
+        float(dist.gamma),
+        torch.Generator().manual_seed(11 + 1000 * seed),
+        device=device,
+    )
+    _, p2 = net.first_two_steps(p0, x, y, sched)
+    eta = sched["late"]["eta"]
+    lam = sched["late"]["lam_max"] if lam is None else lam
+    if not 0 <= 2 * eta * lam < 1:
+        raise ValueError(f"parameter 'lam' = {lam} is not allowed: need 0 <= 2 eta lam < 1")
+    R = float(x.norm(dim=1).max())
+    a2, w2n = p2.a.abs(), p2.W.norm(dim=1)
+    worst = {"a": 0.0, "w": 0.0, "b": 0.0}
+    counter = [0]
+
+    def evaluate(p):
+        t = counter[0]
+        counter[0] += 1
+        if t == 0:
+            return {}
+        lin = t * eta * a2 + eta**2 * t * (t - 1) / 2
+        ratios = {
+            "a": p.a.abs() / (eta * t + a2),
+            "w": (p.W - p2.W).norm(dim=1) / (2 * t * eta * lam * w2n + R * lin),
+            "b": (p.b - p2.b).abs() / lin,
+        }
+        for key, r in ratios.items():
+            worst[key] = max(worst[key], float(r.max()))
+        return {}
+
+    p, _ = net.train_late(
+        p2,
+        x,
+        y,
+        steps,
+        batch,
+        torch.Generator().manual_seed(12 + 1000 * seed),
+        optimizer="theory",
+        lr=eta,
+        lam=lam,
+        eval_every=1,
+        evaluate=evaluate,
+        progress=False,
+    )
+    return {
+        "ratio_a": worst["a"],
+        "ratio_w": worst["w"],
+        "ratio_b": worst["b"],
+        "eta": eta,
+        "lam": lam,
+        "R": R,
+        "drift_w": float(((p.W - p2.W).norm(dim=1) / w2n.clamp_min(1e-300)).max()),
+        "max_a": float(p.a.abs().max()),
+    }

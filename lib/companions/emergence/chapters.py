@@ -84,6 +84,7 @@ FIRST_STEPS = register_chapter(
             "oracle_D": Int(2, 16, doc="D of the exact population (enumerated support)"),
             "oracle_k": Int(1, 15, doc="k of the exact population"),
             "oracle_m": Int(1, 1000, doc="m of the exact population run"),
+            "seeds": Int(2, 100, doc="independent samples and initialisations of the two steps"),
         },
         presets={
             "smoke": dict(
@@ -99,6 +100,7 @@ FIRST_STEPS = register_chapter(
                 oracle_D=10,
                 oracle_k=3,
                 oracle_m=8,
+                seeds=2,
             ),
             "default": dict(
                 d=100,
@@ -113,6 +115,7 @@ FIRST_STEPS = register_chapter(
                 oracle_D=14,
                 oracle_k=5,
                 oracle_m=16,
+                seeds=3,
             ),
             "paper": dict(
                 d=500,
@@ -127,6 +130,7 @@ FIRST_STEPS = register_chapter(
                 oracle_D=16,
                 oracle_k=5,
                 oracle_m=32,
+                seeds=5,
             ),
         },
         checks=(_check_first_steps,),
@@ -178,6 +182,7 @@ FIXED = register_chapter(
             "bound_B": Float(
                 0.0, 1e6, low_open=True, doc="norm bound B of the constrained RF heads"
             ),
+            "seeds": Int(2, 100, doc="independent runs of the comparison (data, init, training)"),
         },
         presets={
             "smoke": dict(
@@ -195,6 +200,7 @@ FIXED = register_chapter(
                 walsh_N=8,
                 bound_k_values=[5],
                 bound_B=1.0,
+                seeds=2,
             ),
             "default": dict(
                 d=100,
@@ -211,6 +217,7 @@ FIXED = register_chapter(
                 walsh_N=16,
                 bound_k_values=[3, 5, 7],
                 bound_B=1.0,
+                seeds=3,
             ),
             "paper": dict(
                 d=500,
@@ -227,6 +234,7 @@ FIXED = register_chapter(
                 walsh_N=32,
                 bound_k_values=[3, 5, 7, 9],
                 bound_B=1.0,
+                seeds=5,
             ),
         },
         checks=(_check_fixed,),
@@ -270,6 +278,7 @@ STRUCTURE = register_chapter(
             "sq_k": Int(1, 14, doc="k of the exact pairwise-uncorrelation check"),
             "oracle_D": Int(2, 16, doc="D of the exact population gradient"),
             "oracle_k": Int(1, 15, doc="k of the exact population gradient"),
+            "seeds": Int(2, 100, doc="independent runs of the training comparison"),
         },
         presets={
             "smoke": dict(
@@ -285,6 +294,7 @@ STRUCTURE = register_chapter(
                 sq_k=3,
                 oracle_D=10,
                 oracle_k=3,
+                seeds=2,
             ),
             "default": dict(
                 d=100,
@@ -299,6 +309,7 @@ STRUCTURE = register_chapter(
                 sq_k=5,
                 oracle_D=14,
                 oracle_k=5,
+                seeds=3,
             ),
             "paper": dict(
                 d=500,
@@ -313,6 +324,7 @@ STRUCTURE = register_chapter(
                 sq_k=5,
                 oracle_D=16,
                 oracle_k=5,
+                seeds=5,
             ),
         },
         checks=(_check_structure,),
@@ -358,7 +370,7 @@ EXPERIMENTS = register_chapter(
             "steps": Int(1, 1_000_000, doc="steps T after the first two (and of RF / NTK)"),
             "batch": Int(1, 1_000_000, doc="minibatch of the later steps"),
             "probe_steps": Int(1, 1_000_000, doc="Adam steps of the raw One/Two-Step probes"),
-            "seeds": Int(1, 100, doc="independent runs averaged (the source: 5)"),
+            "seeds": Int(2, 100, doc="independent runs averaged (the source: 5)"),
             "interval_D": Int(2, 100_000, doc="D of the interval labeling (Table A.2)"),
             "interval_k": Int(1, 99, doc="k of the interval labeling; y = +1 iff S in [2k/3, k]"),
             "interval_m": Int(1, 100_000, doc="half the width for Table A.2"),
@@ -387,7 +399,7 @@ EXPERIMENTS = register_chapter(
                 steps=300,
                 batch=1000,
                 probe_steps=100,
-                seeds=1,
+                seeds=2,
                 interval_D=24,
                 interval_k=15,
                 interval_m=16,
@@ -407,7 +419,7 @@ EXPERIMENTS = register_chapter(
                 steps=600,
                 batch=1000,
                 probe_steps=300,
-                seeds=1,
+                seeds=2,
                 interval_D=50,
                 interval_k=15,
                 interval_m=50,

@@ -9,9 +9,12 @@ number of steps with Adam. One Step / Two Step: probes on the first layer after 
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import torch
 
 from companions.emergence import analysis, baselines
+from companions.emergence import data as em_data
 from companions.emergence import network as net
 
 METHODS = ("network", "network-theory", "rf", "ntk", "one-step", "two-step")
@@ -314,3 +317,191 @@ def table_run(
         )
     out["majority"] = max(float((yt == 1).double().mean()), float((yt == -1).double().mean()))
     return out
+
+
+def fixed_feature_comparison(
+    d: int,
+    D: int,
+    k: int,
+    m: int,
+    n: int,
+    n_test: int,
+    steps: int,
+    batch: int,
+    kernel_n: int,
+    seed: int,
+    device="cpu",
+    eval_every: int = 10,
+) -> dict:
+    """One seed of the comparison of Section A.7.1 on a fresh D_A^mix (p_o = 1/2): the network with
+    Adam and with the theory's late rate (A.276), random features, the NTK and RBF kernel ridge on
+    ``kernel_n`` points; each evaluated on a test set of the mixture and one of its uniform part
+    D^(0). Returns the :func:`run_methods` result with ``'kernel'`` added (``test``,
+    ``uniform part``, ``train``)."""
+    gen = torch.Generator().manual_seed(10 + 1000 * seed)
+    dist = em_data.parity_mixture(d, D, k, Fraction(1, 2), gen)
+    x, y, _ = dist.sample(n, gen, device=device)
+    xt, yt, _ = dist.sample(n_test, gen, device=device)
+    xu, yu, _ = em_data.without_structure(dist).sample(n_test, gen, device=device)
+    runs = run_methods(
+        dist,
+        x,
+        y,
+        {"test": (xt, yt), "uniform part": (xu, yu)},
+        m,
+        steps,
+        batch,
+        50 + 1000 * seed,
+        methods=("network", "network-theory", "rf", "ntk"),
+        eval_every=eval_every,
+        progress=False,
+    )
+    kr = baselines.rbf_kernel_ridge(x[:kernel_n], y[:kernel_n], xt, yt)
+    kr_u = baselines.rbf_kernel_ridge(x[:kernel_n], y[:kernel_n], xu, yu)
+    runs["kernel"] = {"train": kr["train"], "test": kr["test"], "uniform part": kr_u["test"]}
+    runs["dist"] = dist
+    return runs
+
+
+def structure_pair(
+    d: int,
+    D: int,
+    k: int,
+    m: int,
+    n: int,
+    n_test: int,
+    steps: int,
+    batch: int,
+    seed: int,
+    device="cpu",
+    eval_every: int = 10,
+) -> dict:
+    """One seed of "Network w/o structure" (Table A.1): a fresh D_A^mix (p_o = 1/2) and its
+    structure-free twin (uniform patterns, the same A, M and parity labels). The network, RF and
+    NTK train on the twin, the network alone on the mixture, with the mixture's gamma for the
+    initialisation and schedule in both. Returns ``{'free': ..., 'ref': ...}`` (the
+    :func:`run_methods` results) and the median ``|cos(w_i^(1), v)|`` after the first step of
+    each, and the max cosine at initialisation on the twin."""
+    gen = torch.Generator().manual_seed(10 + 1000 * seed)
+    dist = em_data.parity_mixture(d, D, k, Fraction(1, 2), gen)
+    free = em_data.without_structure(dist)
+    x, y, _ = free.sample(n, gen, device=device)
+    xt, yt, _ = free.sample(n_test, gen, device=device)
+    runs = run_methods(
+        free,
+        x,
+        y,
+        {"test": (xt, yt)},
+        m,
+        steps,
+        batch,
+        50 + 1000 * seed,
+        methods=("network", "rf", "ntk"),
+        gamma=float(dist.gamma),
+        eval_every=eval_every,
+        progress=False,
+    )
+    xs, ys, _ = dist.sample(n, gen, device=device)
+    xst, yst, _ = dist.sample(n_test, gen, device=device)
+    ref = run_methods(
+        dist,
+        xs,
+        ys,
+        {"test": (xst, yst)},
+        m,
+        steps,
+        batch,
+        50 + 1000 * seed,
+        methods=("network",),
+        eval_every=eval_every,
+        progress=False,
+    )
+    v = dist.signal_direction.to(device=device, dtype=x.dtype)
+    return {
+        "free": runs,
+        "ref": ref,
+        "cos1_free": float(net.cosines(runs["p1"].W, v).abs().median()),
+        "cos1_ref": float(net.cosines(ref["p1"].W, v).abs().median()),
+        "cos_init": float(net.cosines(runs["p0"].W, v).max()),
+    }
+
+
+def repeated_table_runs(
+    make,
+    n: int,
+    n_test: int,
+    m: int,
+    steps: int,
+    batch: int,
+    seeds: int,
+    seed: int = 0,
+    device="cpu",
+    negative_fraction: float | None = None,
+    probe_steps: int | None = None,
+    class_weighted: bool = False,
+) -> list[dict]:
+    """:func:`table_run` on ``seeds`` independent draws: ``make(generator)`` builds a fresh
+    distribution (new A, M) for each, with its structure-free twin; returns one result per seed."""
+    out = []
+    for s in range(seeds):
+        dist = make(torch.Generator().manual_seed(seed + 1000 * s + 17))
+        out.append(
+            table_run(
+                dist,
+                em_data.without_structure(dist),
+                n,
+                n_test,
+                m,
+                steps,
+                batch,
+                seed + 100 * s,
+                device=device,
+                negative_fraction=negative_fraction,
+                probe_steps=probe_steps,
+                class_weighted=class_weighted,
+            )
+        )
+    return out
+
+
+def mean_over_seeds(runs: list[dict]) -> dict:
+    """The mean over seeds of every entry of :func:`table_run` results (tuples entrywise)."""
+    first = runs[0]
+    return {
+        key: tuple(sum(r[key][i] for r in runs) / len(runs) for i in range(len(first[key])))
+        if isinstance(first[key], tuple)
+        else sum(r[key] for r in runs) / len(runs)
+        for key in first
+    }
+
+
+def weighting_pair(
+    make, n: int, n_test: int, m: int, steps: int, batch: int, seed: int, device="cpu"
+) -> dict:
+    """The network on a fresh draw of ``make(generator)`` with the plain and with the
+    class-weighted (A.293) first two steps, the same data, init and later steps; returns both test
+    accuracies, the positive rate and the test set's majority-class rate."""
+    gen = torch.Generator().manual_seed(seed)
+    dist = make(gen)
+    x, y = sample_with_ratio(dist, n, None, gen, device)
+    xt, yt = sample_with_ratio(dist, n_test, None, gen, device)
+    acc = {}
+    for name, weighted in (("plain", False), ("weighted", True)):
+        res = run_methods(
+            dist,
+            x,
+            y,
+            {"test": (xt, yt)},
+            m,
+            steps,
+            batch,
+            seed,
+            methods=("network",),
+            eval_every=max(steps // 10, 1),
+            progress=False,
+            class_weighted=weighted,
+        )
+        acc[name] = res["network"]["test"]
+    acc["positive_rate"] = float(dist.positive_rate)
+    acc["majority"] = max(float((yt == 1).double().mean()), float((yt == -1).double().mean()))
+    return acc

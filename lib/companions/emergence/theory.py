@@ -145,6 +145,68 @@ def target_params(dist, dtype=torch.float64, device="cpu") -> Params:
     )
 
 
+def target_network_a29(k: int, P, mu) -> dict:
+    """The network of the proof of Lemma A.29 (noisy inputs, Section A.8), in exact rationals:
+    bumps ``delta_{p - mu, 4, 1/2}`` (A.309) or ``delta_{p - mu + 1/4, 8, 1/2}`` (A.312), twice the
+    heights of Lemma 2.5, the candidate with all biases ``>= 1/8`` rescaled by ``8k`` (A.315):
+    ``a^* = 8k a``, ``b^* = b/(8k)``, ``<w^*, x> = <w, x>/(8k)``. Same keys as
+    :func:`target_network`."""
+    P = set(P)
+    mu = Fraction(mu)
+    half = Fraction(1, 2)
+    for candidate, (shift, height) in ((1, (Fraction(0), 4)), (2, (Fraction(1, 4), 8))):
+        a, b = [], []
+        for p in range(k + 1):
+            sign = 1 if p in P else -1
+            s = p - mu + shift
+            for coef, off in ((height, half), (-2 * height, Fraction(0)), (height, -half)):
+                a.append(sign * coef)
+                b.append(-s + off)
+        if all(abs(v) >= Fraction(1, 8) for v in b):
+            scale = Fraction(1, 8 * k)
+            return {
+                "a": [8 * k * v for v in a],
+                "b": [v * scale for v in b],
+                "scale": scale,
+                "candidate": candidate,
+            }
+    raise AssertionError("neither candidate of Lemma A.29 has all biases >= 1/8")
+
+
+def lemma_a29_noisy(dist, sigma_zeta: float, n: int, generator: torch.Generator, device="cpu"):
+    """Lemma A.29 on ``n`` noisy samples of ``dist`` (orthonormal ``M``, so the coherence
+    ``mu_M = 0``): ``x~ = M phi~ + zeta``, ``zeta ~ N(0, sigma_zeta^2 I_d)``, normalised by the
+    population mean and ``sigma~'^2 = sigma~^2 + d sigma_zeta^2`` (Section A.8.1), and the network
+    of :func:`target_network_a29` with ``w = sigma~' sum_A M_j``. Then
+    ``<w, x> = S - mu + eps_x`` with ``eps_x = sum_{j in A} <M_j, zeta> ~ N(0, k sigma_zeta^2)``.
+    Returns the per-point indicator of ``y g^*(x) < 1``, ``eps_x``, the margins, and the bound
+    ``Pr[|eps_x| > 1/8] = 2 (1 - Phi(1 / (8 sqrt(k) sigma_zeta)))`` of the proof ((A.307), every
+    point with ``|eps_x| <= 1/8`` has ``y g^* >= 1``)."""
+    phi = dist.sample_phi_tilde(n, generator)
+    y = dist.labels(phi)
+    M = dist.M.to(torch.float64)
+    zeta = sigma_zeta * torch.randn(n, dist.d, generator=generator, dtype=torch.float64)
+    sigma_p = math.sqrt(float(dist.sigma2) + dist.d * sigma_zeta**2)
+    x = ((phi - dist.mean_phi.to(phi)) @ M.T + zeta) / sigma_p
+    eps = zeta @ M[:, list(dist.A)].sum(1)
+    net = target_network_a29(dist.k, dist.P, dist.mu)
+    w = sigma_p * dist.signal_direction.to(torch.float64) * float(net["scale"])
+    a = torch.tensor([float(v) for v in net["a"]], dtype=torch.float64)
+    b = torch.tensor([float(v) for v in net["b"]], dtype=torch.float64)
+    x, y, w, a, b, eps = (t.to(device) for t in (x, y, w, a, b, eps))
+    out = ((x @ w).unsqueeze(1) + b).clamp(0, 1) @ a
+    margin = y * out
+    z = 1 / (8 * math.sqrt(dist.k) * sigma_zeta)
+    return {
+        "below": (margin < 1).to(torch.float64),
+        "eps": eps,
+        "margin": margin,
+        "good": eps.abs() <= 0.125,
+        "bound": math.erfc(z / math.sqrt(2)),
+        "candidate": net["candidate"],
+    }
+
+
 # ---------------------------------------------------------------------------------------------
 # Lemma A.8 and the gradient terms T_j of Lemma 2.6 / A.9 and A.14, by enumeration
 # ---------------------------------------------------------------------------------------------
@@ -206,10 +268,40 @@ def gradient_terms(
 
 
 def linear_ceiling(k: int, p_o) -> Fraction:
-    """``acc_lin(k, p_o) = 1 - p_o/2 + (p_o/2) binom(k-1, (k-1)/2) 2^{-(k-1)}``: majority of ``z_A``
-    is right on all of D^(1) and on ``1/2 + binom(k-1,(k-1)/2)/2^k`` of the uniform part (k odd)."""
+    """``acc_lin(k, p_o) = 1 - p_o/2 + (p_o/2) binom(k-1, (k-1)/2) 2^{-(k-1)}`` (k odd): a halfspace
+    in ``z_A`` that is right on all of D^(1) (``z_A = +-1``) and agrees with the parity on
+    ``1/2 + binom(k-1,(k-1)/2)/2^k`` of the uniform part. Majority attains it only for
+    ``k = 1 (mod 4)``; for ``k = 3 (mod 4)`` majority is *anti*-correlated with the parity (it gets
+    ``1 - p_o/2 - (p_o/2) binom(k-1,(k-1)/2) 2^{-(k-1)}``, 5/8 at ``k = 3``, ``p_o = 1/2``) and the
+    weights ``(2, ..., 2, -1)`` attain the value (see :func:`ceiling_weights`). That no halfspace
+    does better is proven by enumeration for ``k <= 5`` (:func:`best_halfspace_accuracy`)."""
     p_o = Fraction(p_o).limit_denominator(10**6)
     return 1 - p_o / 2 + p_o / 2 * Fraction(math.comb(k - 1, (k - 1) // 2), 2 ** (k - 1))
+
+
+def ceiling_weights(k: int) -> list[int]:
+    """Integer weights ``u`` of a halfspace ``sign(<u, z_A>)`` that attains :func:`linear_ceiling`
+    (this book's derivation): majority ``(1, ..., 1)`` for ``k = 1 (mod 4)``, and
+    ``(2, ..., 2, -1)`` for ``k = 3 (mod 4)``. With ``S' = z_1 + ... + z_{k-1}`` the latter
+    predicts ``sign S'`` when ``S' != 0`` (right half the time, ``z_k`` being independent) and
+    ``-z_k`` when ``S' = 0``, which is the parity there since ``(k-1)/2`` is odd."""
+    if k < 1 or k % 2 == 0:
+        raise ValueError(f"parameter 'k' = {k} is not allowed: expected an odd positive integer")
+    return [1] * k if k % 4 == 1 else [2] * (k - 1) + [-1]
+
+
+def halfspace_accuracy(u, c, p_o) -> Fraction:
+    """Exact accuracy of ``sign(<u, z_A> + c)`` (``sign 0 = -1``) for the parity of ``z_A`` on
+    D_A^mix at ``p_o``, over the ``2^k`` relevant patterns (``k = len(u)``): weight
+    ``p_o / 2^k`` each, plus ``(1 - p_o)/2`` on ``z_A = +-1``."""
+    k = len(u)
+    p_o = Fraction(p_o).limit_denominator(10**6)
+    total = Fraction(0)
+    for z in itertools.product((-1, 1), repeat=k):
+        weight = p_o / 2**k + ((1 - p_o) / 2 if abs(sum(z)) == k else 0)
+        score = sum(a * b for a, b in zip(u, z)) + c
+        total += weight * ((1 if score > 0 else -1) == math.prod(z))
+    return total
 
 
 def best_halfspace_accuracy(k: int, p_o, max_weight: int | None = None) -> Fraction:

@@ -78,3 +78,24 @@ def construction(p: int, k: int, dtype=torch.float64, device="cpu") -> Construct
         beta,
         beta ** (k + 1) * 2 ** (k - 1) * math.factorial(k),
     )
+
+
+def neuron_count_table(nonzero_terms: dict) -> str:
+    """The neuron count of Lemma 4.11 as a displayed derivation (markdown), from the number of
+    nonzero terms of eq. (C.21) with ``k + 1`` variables (``{k: terms}``, computed by sympy): each
+    term takes ``2^(k-1)`` neurons (Lemma C.16, half form), so ``2^(k-1) * terms`` per frequency,
+    set beside the ``2^(2k-1)`` of Lemma C.18's proof and the "56" of Lemma C.17's proof (k = 3)."""
+    rows = [
+        "| k | nonzero terms of (C.21), k+1 variables | neurons per term | per frequency "
+        "| $2^{2k-1}$ | the source |",
+        "|---|---|---|---|---|---|",
+    ]
+    for k, terms in sorted(nonzero_terms.items()):
+        if k < 1 or terms < 0:
+            raise ValueError(f"parameter 'nonzero_terms' has a bad entry {k}: {terms}")
+        src = "56 (Lemma C.17), 32 (Lemma C.18)" if k == 3 else ""
+        rows.append(
+            f"| {k} | {terms} | {2 ** (k - 1)} | {terms * 2 ** (k - 1)} | {2 ** (2 * k - 1)} "
+            f"| {src} |"
+        )
+    return "\n".join(rows)

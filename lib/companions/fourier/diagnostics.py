@@ -7,6 +7,7 @@ import math
 import torch
 
 from companions.fourier.network import dataset, forward, neuron_norms
+from companions.stats import decide, mean_and_se
 
 
 def stacked(U: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
@@ -93,3 +94,21 @@ def trig_interpolant(v: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
         2j * math.pi * js.to(torch.float64)[:, None] * t.to(torch.float64)[None, :] / p
     )
     return (coef @ basis).real / p
+
+
+def diagonal_dft_ratio(U: torch.Tensor, W: torch.Tensor, p: int) -> float:
+    """Lemma C.20's statistic of a network: ``min_j Re f_hat(j, ..., j, -j) / max_j |f_hat(j, ...,
+    j, -j)|`` over ``j = 1..p-1``. It is 1 for the max-margin network (every diagonal entry equals
+    ``lambda p^k``), positive when every frequency adds to the correct logit (the lemma), and of
+    either sign for a random network."""
+    k = U.shape[-2]
+    fh = network_dft(U, W, p)
+    diag = torch.stack([fh[(j,) * k + ((-j) % p,)] for j in range(1, p)])
+    return float(diag.real.min() / diag.abs().max())
+
+
+def across_seeds(values, margin: float) -> tuple[bool | None, str]:
+    """Decide, with :func:`companions.stats.decide`, whether the mean of a per-seed statistic
+    exceeds ``margin`` (fixed in advance): ``(agrees or None, 'mean +- se (n seeds)')``."""
+    mean, se, n = mean_and_se(values)
+    return decide(mean, se, n, margin=margin), f"{mean:.4f} ± {se:.4f} (SE, {n} seeds)"

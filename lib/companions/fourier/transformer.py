@@ -110,6 +110,32 @@ def top_power_fraction(A: torch.Tensor, top: int = 4) -> torch.Tensor:
     return pw.topk(top, dim=-1).values.sum(-1) / pw.sum(-1).clamp_min(1e-300)
 
 
+def cosine_structure(A: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The (±zeta1, ±zeta2) structure of a "2-D cosine shape" (Figure 4.3): with ``(zeta1, zeta2)``
+    the strongest coefficient of the 2-D DFT power of ``A - mean(A)``, the fraction of the power on
+    the four points ``(±zeta1, ±zeta2)`` (1 for cos(zeta1 i + phi) cos(zeta2 j + psi), both
+    frequencies nonzero; about ``4 / p^2`` for noise), set to 0 where ``zeta1`` or ``zeta2`` is 0
+    (a 1-D wave is not a 2-D cosine). Returns ``(fraction, zeta1, zeta2)``, each of shape
+    ``A.shape[:-2]``; frequencies in ``0..p//2``."""
+    p1, p2 = A.shape[-2:]
+    if p1 % 2 == 0 or p2 % 2 == 0:
+        raise ValueError(
+            f"parameter 'A' has shape {tuple(A.shape)}: the last two sizes must be odd"
+        )
+    pw = spectrum_2d(A)
+    flat = pw.flatten(-2)
+    idx = flat.argmax(-1)
+    z1, z2 = idx // p2, idx % p2
+    total = flat.sum(-1).clamp_min(1e-300)
+    on = torch.zeros_like(total)
+    for s1, s2 in ((1, 1), (1, -1), (-1, 1), (-1, -1)):
+        i1, i2 = (s1 * z1) % p1, (s2 * z2) % p2
+        on = on + torch.gather(flat, -1, (i1 * p2 + i2).unsqueeze(-1)).squeeze(-1)
+    frac = torch.where((z1 == 0) | (z2 == 0), torch.zeros_like(on), on / total)
+    fold = lambda z, n: torch.minimum(z, n - z)  # noqa: E731
+    return frac, fold(z1, p1), fold(z2, p2)
+
+
 @dataclass
 class History:
     steps: list = field(default_factory=list)
@@ -196,3 +222,13 @@ def train_transformer(
     bar.close()
     log(steps, loss_value)
     return hist
+
+
+def gap_weakens(gaps_by_k: dict) -> bool | None:
+    """Figure 4.4's "grokking becomes weak as k increases", read as: the mean gap
+    ``t_test - t_train`` over seeds shrinks from one k to the next, each step decided by Welch's t
+    (:func:`companions.stats.monotone`): ``False`` if some gap grows beyond its uncertainty,
+    ``True`` if every step shrinks beyond it, else ``None`` (inconclusive)."""
+    from companions.stats import monotone
+
+    return monotone([gaps_by_k[k] for k in sorted(gaps_by_k)], decreasing=True)

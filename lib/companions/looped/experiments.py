@@ -111,3 +111,39 @@ def kappa_distribution(
 
 #: The average condition numbers the source reports for n = 16, 32, 64, 128 (Section 8.6).
 PAPER_KAPPA_MEANS = {16: 4.57, 32: 3.13, 64: 2.07, 128: 1.62}
+
+
+def gap_per_trial(run: ConvergenceRun, t: int) -> torch.Tensor:
+    """Figure 8.1's vertical gap at loop ``t``, one value per trial: the Theory line ``-t/kappa``
+    minus the log of the transformer's normalised squared error (``(trials,)``). Raises where a
+    trial is below :data:`FLOAT64_FLOOR` at ``t``: its log would be round-off."""
+    if not 0 <= t < run.tf_sq.shape[0]:
+        raise ValueError(
+            f"parameter 't' = {t} is not allowed: expected 0 <= t <= {run.tf_sq.shape[0] - 1}"
+        )
+    if not bool(run.above_floor[t].all()):
+        raise ValueError(
+            f"parameter 't' = {t} is not allowed: some trial is below the float64 floor"
+        )
+    return -(t / run.kappa) - torch.log(run.tf_sq[t])
+
+
+def depth_verdict(trained_at_T, trained_at_4T, construction_at_T: float, reach: float = 1.25):
+    """The trained model's depth extrapolation, decided only on the seeds whose error at the
+    trained depth ``T`` came within ``reach`` times the construction's (training reached it):
+    ``(agrees, reached, text)``. ``agrees`` says whether the error at ``4T`` exceeds the error at
+    ``T`` (mean log ratio over those seeds > 0, :func:`companions.stats.decide`), ``None`` when
+    fewer than two seeds reached or the mean is too noisy to place."""
+    import math
+
+    from companions.stats import decide, mean_and_se
+
+    pairs = [
+        (float(a), float(b))
+        for a, b in zip(trained_at_T, trained_at_4T)
+        if float(a) <= reach * construction_at_T
+    ]
+    if len(pairs) < 2:
+        return None, len(pairs), f"{len(pairs)} of {len(trained_at_T)} seeds reached"
+    mean, se, n = mean_and_se([math.log(b / a) for a, b in pairs])
+    return decide(mean, se, n), n, f"log(err 4T / err T) = {mean:.2f} ± {se:.2f} (SE, {n} seeds)"
