@@ -127,7 +127,7 @@ MIXTURES = register_chapter(
         presets={
             "smoke": dict(
                 tau=8.0,
-                gt_d=[1000, 10_000],
+                gt_d=[300, 1000, 10_000],
                 gt_samples=20_000,
                 d=100,
                 sigma=2.0,
@@ -143,7 +143,7 @@ MIXTURES = register_chapter(
             ),
             "default": dict(
                 tau=8.0,
-                gt_d=[1000, 10_000, 100_000],
+                gt_d=[300, 1000, 10_000, 100_000],
                 gt_samples=200_000,
                 d=100,
                 sigma=2.0,
@@ -159,7 +159,7 @@ MIXTURES = register_chapter(
             ),
             "paper": dict(
                 tau=8.0,
-                gt_d=[1000, 10_000, 100_000, 1_000_000],
+                gt_d=[300, 1000, 10_000, 100_000, 1_000_000],
                 gt_samples=1_000_000,
                 d=200,
                 sigma=2.0,

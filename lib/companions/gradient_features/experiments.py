@@ -156,3 +156,60 @@ def rademacher_bound(W: torch.Tensor, b: torch.Tensor, B: float, B_x: float, n: 
 def expected_yx(mixture) -> torch.Tensor:
     """``E[y x] = sum_j q_j y_(j) mu_j`` of a Gaussian mixture (the noise has mean zero)."""
     return (mixture.weights[:, None] * mixture.labels[:, None] * mixture.means).sum(0)
+
+
+def uniform_parity_init(
+    seeds: int, m: int, d: int, k: int, generator: torch.Generator, dtype=torch.float32
+) -> nw.Net:
+    """(B.479) inside the symmetric pattern of (3.9) (Algorithm 6): for ``i <= m``,
+    ``a_i ~ Unif{+-1}``, ``w_i ~ Unif{+-1}^d``, ``b_i ~ Unif{-1 + 1/k, ..., 1 - 1/k}`` (step
+    ``1/k``); neurons ``m+1..2m`` are ``(-a, -w, -b)`` and ``2m+1..4m`` are ``(-a, w, b)``."""
+    if k < 1:
+        raise ValueError(f"parameter 'k' = {k} is not allowed: it must be >= 1")
+    a = 2.0 * torch.randint(0, 2, (seeds, m), generator=generator).double() - 1
+    W = 2.0 * torch.randint(0, 2, (seeds, m, d), generator=generator).double() - 1
+    b = (torch.randint(0, 2 * k - 1, (seeds, m), generator=generator).double() - (k - 1)) / k
+    a, W, b = torch.cat([a, -a], 1), torch.cat([W, -W], 1), torch.cat([b, -b], 1)
+    a, W, b = torch.cat([a, -a], 1), torch.cat([W, W], 1), torch.cat([b, b], 1)
+    return nw.Net(a.to(dtype), W.to(dtype), b.to(dtype))
+
+
+def uniform_parity_run(
+    d: int,
+    k: int,
+    seeds: int,
+    m: int,
+    n: int,
+    n_test: int,
+    steps: int,
+    lr: float,
+    batch: int,
+    generator: torch.Generator,
+    eta1: float,
+    dtype=torch.float32,
+    device="cpu",
+) -> dict:
+    """Algorithm 6 on uniform parity: one step with ``lambda = 1/eta1`` on ``n`` samples, then the
+    second layer only (Adam), against random features (``W^(0)`` frozen). Returns per-seed test
+    accuracies and, per seed, the mean ``|w^(1)_j|`` over ``j in A`` and over ``j not in A``."""
+    from companions.gradient_features import data as gdata
+
+    dist = gdata.uniform_parity(d, k)
+    net0 = uniform_parity_init(seeds, m, d, k, generator, dtype)
+    net0 = nw.Net(net0.a.to(device), net0.W.to(device), net0.b.to(device))
+    X, y = dist.sample(seeds, n, generator, dtype)
+    Xt, yt = dist.sample(seeds, n_test, generator, dtype)
+    X, y, Xt, yt = X.to(device), y.to(device), Xt.to(device), yt.to(device)
+    net1 = nw.first_step(net0, X, y, eta1)
+    kw = dict(batch=batch, generator=generator)
+    one = nw.train(net1, X, y, steps, lr, False, "adam", **kw)
+    rf = nw.train(
+        nw.Net(torch.zeros_like(net0.a), net0.W, net0.b), X, y, steps, lr, False, "adam", **kw
+    )
+    W1 = net1.W.abs()
+    return {
+        "network": nw.accuracy(nw.forward(one, Xt), yt).cpu(),
+        "rf": nw.accuracy(nw.forward(rf, Xt), yt).cpu(),
+        "w_in_A": W1[..., :k].mean((1, 2)).cpu(),
+        "w_out_A": W1[..., k:].mean((1, 2)).cpu(),
+    }

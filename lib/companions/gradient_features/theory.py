@@ -98,6 +98,31 @@ def mixture_ground_truth(mixture, tau: float, X: torch.Tensor) -> torch.Tensor:
     return (torch.relu(X @ D.T - 2 * c) * mixture.labels.to(X.dtype)).sum(-1) / c
 
 
+def mixture_ground_truth_hinge(d: int, r: int, mean_norm: float, sigma: float, tau: float):
+    """An upper bound on the hinge loss of Lemma 3.17's ``g*`` for
+    :func:`~.data.orthogonal_mixture` (mpmath, 60 digits): on component ``j`` the projections ``t_l = <D_l, x>`` are independent,
+    ``t_j ~ N(mean_norm sqrt(d), sigma^2)`` and ``t_l ~ N(0, sigma^2)``. The hinge is 1-Lipschitz
+    in ``g``, so it is at most ``E[(1 - sigma(t_j - 2c)/c)_+] + (r - 1) E[sigma(t_l - 2c)]/c``,
+    both in closed form with ``Phi`` and ``phi``. Returns ``(own, others)``, the two terms, as
+    ``log10`` (``-inf`` for an exact zero) since they fall far below float range."""
+    import mpmath as mp
+
+    mp.mp.dps = 60
+    c = mp.sqrt(tau * mp.log(d)) * sigma
+    mu = mean_norm * mp.sqrt(d)
+    Phi = mp.ncdf
+
+    def phi(z):
+        return mp.npdf(z)
+
+    a, b = (2 * c - mu) / sigma, (3 * c - mu) / sigma
+    # (1 - (t - 2c)/c)_+ is 1 for t <= 2c, (3c - t)/c on (2c, 3c), 0 above
+    own = Phi(a) + ((3 * c - mu) * (Phi(b) - Phi(a)) + sigma * (phi(b) - phi(a))) / c
+    z = 2 * c / sigma
+    others = (r - 1) * sigma * (phi(z) - z * (1 - Phi(z))) / c
+    return tuple(float(mp.log10(v)) if v > 0 else float("-inf") for v in (own, others))
+
+
 def mixture_hinge_bound(d: int, tau: float) -> float:
     """Lemma 3.17's bound on the hinge loss of ``g*``: ``3/d^tau + 4/(d^(0.9 tau - 1)
     sqrt(tau log d))``."""
@@ -322,6 +347,7 @@ __all__ = [
     "mixture_scales",
     "mixture_ground_truth",
     "mixture_hinge_bound",
+    "mixture_ground_truth_hinge",
     "lemma_3_17_parameters",
     "theorem_3_18_error",
     "lemma_3_21_parameters",
