@@ -39,8 +39,9 @@ def theorem_3_12_terms(r, p, gamma, B_G, B_a1, B_a2, B_b, B_x1, eps, delta, b_ti
     lead = (
         4 * (log10(r * B_a1 * B_x1) + 0.5 * (log10(B_b) - log10(B_G))) - log10(p) - 4 * log10(eps)
     )
-    rest = max(-0.5 * log10(delta), 2 * log10(max(math.log(r / delta), 1e-300)) - log10(p))
-    log_m = max(lead, rest) + log10(1 + 10 ** (min(lead, rest) - max(lead, rest)))
+    terms = [lead, -0.5 * log10(delta), 2 * log10(max(math.log(r / delta), 1e-300)) - log10(p)]
+    top = max(terms)
+    log_m = top + log10(sum(10 ** (t - top) for t in terms))  # the sum (3.10), in log10
     log_mp4 = (log_m + log10(p)) / 4
     first = 10 ** (log10(math.sqrt(r) * B_a2 * B_b * B_x1) - log_mp4)
     second = math.sqrt(max(log_m * math.log(10), 1.0)) / math.sqrt(B_b * B_G) + 10 ** (
