@@ -17,7 +17,7 @@ def _check_framework(p):
 
 FRAMEWORK = register_chapter(
     Chapter(
-        id="gf-framework",
+        id="gradient-framework",
         title="Gradient features: the framework and its guarantee",
         notebook="book/gradient-features/framework.md",
         params={
@@ -105,7 +105,7 @@ def _check_mixtures(p):
 
 MIXTURES = register_chapter(
     Chapter(
-        id="gf-mixtures",
+        id="gradient-mixtures",
         title="Mixtures of Gaussians, and the XOR mixture beyond kernels",
         notebook="book/gradient-features/mixtures.md",
         params={
@@ -202,7 +202,7 @@ def _check_parities(p):
 
 PARITIES = register_chapter(
     Chapter(
-        id="gf-parities",
+        id="gradient-parities",
         title="Parities: structured inputs, uniform inputs, and fixed features",
         notebook="book/gradient-features/parities.md",
         params={

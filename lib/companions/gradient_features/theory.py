@@ -101,7 +101,8 @@ def mixture_ground_truth(mixture, tau: float, X: torch.Tensor) -> torch.Tensor:
 
 def mixture_ground_truth_hinge(d: int, r: int, mean_norm: float, sigma: float, tau: float):
     """An upper bound on the hinge loss of Lemma 3.17's ``g*`` for
-    :func:`~.data.orthogonal_mixture` (mpmath, 60 digits): on component ``j`` the projections ``t_l = <D_l, x>`` are independent,
+    :func:`~.data.orthogonal_mixture` (mpmath, 60 digits): on component ``j`` the projections
+    ``t_l = <D_l, x>`` are independent,
     ``t_j ~ N(mean_norm sqrt(d), sigma^2)`` and ``t_l ~ N(0, sigma^2)``. The hinge is 1-Lipschitz
     in ``g``, so it is at most ``E[(1 - sigma(t_j - 2c)/c)_+] + (r - 1) E[sigma(t_l - 2c)]/c``,
     both in closed form with ``Phi`` and ``phi``. Returns ``(own, others)``, the two terms, as
