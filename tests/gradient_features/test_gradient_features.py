@@ -220,9 +220,10 @@ def test_boolean_cube_transform():
 def test_population_fraction_and_rademacher():
     mix = data.orthogonal_mixture(20, 2, 1.0, 1.0)
     p, se = experiments.population_fraction(
-        mix, mix.directions, 0.3, 0.5, 20**-0.5, 1.0, 500, 2000, _gen(17)
+        mix, mix.directions, [0.1, 0.3], 0.5, 20**-0.5, 1.0, 500, 2000, _gen(17)
     )
-    assert p.shape == (2,) and torch.all(se > 0) and torch.all((p > 0) & (p < 1))
+    assert p.shape == (2, 2) and torch.all(se > 0) and torch.all((p > 0) & (p < 1))
+    assert torch.all(p[0] <= p[1])  # nested cones
     F = torch.ones(10, 1, dtype=torch.float64)
     rad, _ = experiments.rademacher(F, 1.0, 4000, _gen(18))
     # E|S_10| for a sum of 10 random signs is 10 * binom(10, 5) / 2^10 = 2.4609375

@@ -39,6 +39,9 @@ FRAMEWORK = register_chapter(
             "pop_neurons": Int(100, 10_000_000, doc="fresh weights of the population estimate"),
             "pop_n": Int(100, 10_000_000, doc="fresh points of the population estimate"),
             "rademacher_draws": Int(10, 1_000_000, doc="sign vectors of the Rademacher estimate"),
+            "mi_d": Int(3, 100_000, doc="dimension of the multiple-index example (B.5.7)"),
+            "mi_n": Int(100, 100_000_000, doc="samples of its first step (Algorithm 7)"),
+            "mi_m": Int(2, 1_000_000, doc="neurons of its first step"),
         },
         presets={
             "smoke": dict(
@@ -56,6 +59,9 @@ FRAMEWORK = register_chapter(
                 pop_neurons=2000,
                 pop_n=10_000,
                 rademacher_draws=200,
+                mi_d=30,
+                mi_n=20_000,
+                mi_m=128,
             ),
             "default": dict(
                 d=100,
@@ -72,6 +78,9 @@ FRAMEWORK = register_chapter(
                 pop_neurons=10_000,
                 pop_n=50_000,
                 rademacher_draws=1000,
+                mi_d=50,
+                mi_n=50_000,
+                mi_m=256,
             ),
             "paper": dict(
                 d=1000,
@@ -88,6 +97,9 @@ FRAMEWORK = register_chapter(
                 pop_neurons=100_000,
                 pop_n=500_000,
                 rademacher_draws=5000,
+                mi_d=100,
+                mi_n=300_000,
+                mi_m=1024,
             ),
         },
         checks=(_check_framework,),

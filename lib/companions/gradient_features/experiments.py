@@ -41,21 +41,23 @@ def one_step(
     return net0, nw.first_step(net0, X, y, eta1), X, y
 
 
-def nice_fractions(net0, X, y, D, gamma: float, B_G: float, m: int, sign: int = 1):
-    """Per seed and feature, the fraction of the ``m`` neurons with ``b_i / |b_i| = sign``
-    (neurons ``1..m`` for ``+1``, ``m+1..2m`` for ``-1`` in (3.9)) whose ``G~(w_i^(0), b_i)`` is
-    in ``C_{D_j, gamma}`` with norm ``>= B_G``: shape (S, r)."""
+def nice_fractions(net0, X, y, D, gammas, B_G: float, m: int, sign: int = 1):
+    """Per cone width, seed and feature, the fraction of the ``m`` neurons with
+    ``b_i / |b_i| = sign`` (neurons ``1..m`` for ``+1``, ``m+1..2m`` for ``-1`` in (3.9)) whose
+    ``G~(w_i^(0), b_i)`` is in ``C_{D_j, gamma}`` with norm ``>= B_G``: shape (len(gammas), S, r).
+    The simplified gradient vectors are computed once for every ``gamma``."""
     if sign not in (1, -1):
         raise ValueError(f"parameter 'sign' = {sign} is not allowed: it must be +1 or -1")
     block = slice(0, m) if sign == 1 else slice(m, 2 * m)
     G = nw.simplified_gradient(net0.W[:, block], net0.b[:, block], X, y)
-    return nw.feature_hits(G, D.to(G.dtype), gamma, B_G).to(torch.float64).mean(1)
+    D = D.to(G.dtype)
+    return torch.stack([nw.feature_hits(G, D, g, B_G).to(torch.float64).mean(1) for g in gammas])
 
 
 def population_fraction(
     dist,
     D,
-    gamma: float,
+    gammas,
     B_G: float,
     sigma_w: float,
     b_tilde: float,
@@ -65,8 +67,8 @@ def population_fraction(
     chunk: int = 512,
 ):
     """``Pr_w[G(w, b~) in C_{D_j, gamma}, ||G(w, b~)|| >= B_G]`` for ``w ~ N(0, sigma_w^2 I)``,
-    estimated with ``neurons`` fresh weights and ``n`` fresh points (float64): shape (r,), and
-    its binomial standard error."""
+    estimated with ``neurons`` fresh weights and ``n`` fresh points (float64), for every cone
+    width: shape (len(gammas), r), and the binomial standard errors."""
     X, y = dist.sample(1, n, generator, torch.float64)
     hits = []
     for start in range(0, neurons, chunk):
@@ -74,8 +76,8 @@ def population_fraction(
         W = torch.randn(1, size, dist.d, generator=generator, dtype=torch.float64) * sigma_w
         b = torch.full((1, size), float(b_tilde), dtype=torch.float64)
         G = nw.simplified_gradient(W, b, X, y)
-        hits.append(nw.feature_hits(G, D.double(), gamma, B_G)[0])
-    p = torch.cat(hits).to(torch.float64).mean(0)
+        hits.append(torch.stack([nw.feature_hits(G, D.double(), g, B_G)[0] for g in gammas]))
+    p = torch.cat(hits, 1).to(torch.float64).mean(1)
     return p, (p * (1 - p) / neurons).sqrt()
 
 
@@ -213,3 +215,26 @@ def uniform_parity_run(
         "w_in_A": W1[..., :k].mean((1, 2)).cpu(),
         "w_out_A": W1[..., k:].mean((1, 2)).cpu(),
     }
+
+
+def multi_index_alignment(d: int, n: int, seeds: int, m: int, generator: torch.Generator) -> dict:
+    """Algorithm 7's first step on the multiple-index example (float64): ``x ~ N(0, I_d)``, labels
+    de-meaned and de-linearised with their sample mean and ``E^[y x]``, ``a ~ Unif{+-1}``,
+    ``w ~ N(0, I/d)``, ``b = 0``, square loss. With ``lambda = 1/eta`` the step gives ``w^(1) =
+    eta a G~(w, 0)`` (the square loss at ``f = 0`` has ``-(f - y) = y``), so the direction of
+    ``w^(1)`` is that of ``G~``. Returns per seed the mean of ``||P_U w|| / ||w||`` over neurons at
+    initialisation and after the step."""
+    from companions.gradient_features import theory
+
+    X = torch.randn(seeds, n, d, generator=generator, dtype=torch.float64)
+    y = theory.multi_index_label(X)
+    beta = torch.einsum("sn,snd->sd", y, X) / n
+    y = y - y.mean(1, keepdim=True) - torch.einsum("snd,sd->sn", X, beta)
+    W = torch.randn(seeds, m, d, generator=generator, dtype=torch.float64) / math.sqrt(d)
+    b = torch.zeros(seeds, m, dtype=torch.float64)
+    G = nw.simplified_gradient(W, b, X, y)
+
+    def frac(V):
+        return (V[..., :2].norm(dim=-1) / V.norm(dim=-1)).mean(1)
+
+    return {"init": frac(W), "step": frac(G)}

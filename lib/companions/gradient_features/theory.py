@@ -365,3 +365,35 @@ __all__ = [
     "lemma_b63_prediction",
     "subset_index",
 ]
+
+
+# ---------------------------------------------------------------------------------------------
+# The multiple-index model (Section B.5.7)
+# ---------------------------------------------------------------------------------------------
+
+
+def multi_index_symbolic() -> dict:
+    """The example ``g*(z) = ((z_1^2 - 1)/sqrt(2) + z_1 z_2)/sqrt(2)`` with ``z = U^T x``, ``z``
+    standard Gaussian in R^2 (sympy.stats): ``E g*^2``, ``E g*``, ``E z g*`` (both removed by
+    Algorithm 7's de-meaning), the expected Hessian ``H = E nabla^2 g*`` (B.560), its rank ``r``
+    and ``kappa = ||H^+|| / sqrt(r)``."""
+    from sympy.stats import E, Normal
+
+    z1, z2 = Normal("z1", 0, 1), Normal("z2", 0, 1)
+    a, b = sp.symbols("a b", real=True)
+    g = ((a**2 - 1) / sp.sqrt(2) + a * b) / sp.sqrt(2)
+    gz = g.subs({a: z1, b: z2})
+    second = sp.simplify(E(gz**2))
+    mean = sp.simplify(E(gz))
+    linear = [sp.simplify(E(gz * z)) for z in (z1, z2)]
+    H = sp.hessian(g, (a, b)).applyfunc(lambda e: sp.simplify(E(e.subs({a: z1, b: z2}))))
+    rank = H.rank()
+    eig = [sp.nsimplify(v) for v in H.eigenvals()]
+    kappa = sp.simplify(1 / min(abs(v) for v in eig) / sp.sqrt(rank))
+    return dict(second_moment=second, mean=mean, linear=linear, H=H, rank=rank, kappa=kappa)
+
+
+def multi_index_label(X: torch.Tensor) -> torch.Tensor:
+    """The example of :func:`multi_index_symbolic` with ``U = (e_1, e_2)``."""
+    z1, z2 = X[..., 0], X[..., 1]
+    return ((z1**2 - 1) / math.sqrt(2) + z1 * z2) / math.sqrt(2)
