@@ -109,13 +109,15 @@ def test_training_reduces_hinge_and_seeds_stay_independent():
 def test_ntk_model_is_the_linearisation():
     net0 = network.symmetric_init(1, 3, 5, 1.0, 0.5, 0.2, _gen(11), torch.float64)
     X = torch.randn(1, 20, 5, generator=_gen(12), dtype=torch.float64)
-    y = torch.sign(torch.randn(1, 20, generator=_gen(13), dtype=torch.float64))
-    f = network.train_ntk(net0, X, y, 5, 1e-2)
-    # a first-order perturbation check is indirect; instead the model at dW = da = 0 is 0 and
-    # after training it is linear in its parameters: f(2 x) differs from 2 f(x) (biases), but the
-    # output is finite and not identically zero
-    out = f(X)
-    assert torch.isfinite(out).all() and float(out.abs().max()) > 0
+    dW = torch.randn(net0.W.shape, generator=_gen(13), dtype=torch.float64)
+    da = torch.randn(net0.a.shape, generator=_gen(14), dtype=torch.float64)
+    eps = 1e-6
+    moved = network.Net(net0.a + eps * da, net0.W + eps * dW, net0.b)
+    finite = (network.forward(moved, X) - network.forward(net0, X)) / eps
+    assert torch.allclose(network.ntk_output(net0, dW, da, X), finite, atol=1e-4)
+    y = torch.sign(torch.randn(1, 20, generator=_gen(15), dtype=torch.float64))
+    f = network.train_ntk(net0, X, y, 30, 1e-2)
+    assert float(network.seedwise_hinge(f(X), y)[0]) < 1.0
 
 
 # -- data ------------------------------------------------------------------------------------
@@ -231,3 +233,41 @@ def test_population_fraction_and_rademacher():
     assert experiments.equivalence(0.0, 0.001, 5, 0.05, stats.decide) is True
     assert experiments.equivalence(0.2, 0.001, 5, 0.05, stats.decide) is False
     assert experiments.equivalence(0.05, 0.01, 5, 0.05, stats.decide) is None
+
+
+def test_multi_index_symbolic_and_alignment():
+    mi = theory.multi_index_symbolic()
+    assert mi["second_moment"] == 1 and mi["mean"] == 0 and mi["linear"] == [0, 0]
+    assert mi["rank"] == 2
+    assert float(mi["kappa"]) == pytest.approx((math.sqrt(6) + math.sqrt(2)) / 2)
+    # the label is de-meaned in law: a sample mean near 0 and unit second moment
+    X = torch.randn(1, 200_000, 4, generator=_gen(19), dtype=torch.float64)
+    y = theory.multi_index_label(X)
+    assert abs(float(y.mean())) < 0.01 and abs(float(y.pow(2).mean()) - 1) < 0.02
+    align = experiments.multi_index_alignment(20, 5000, 2, 32, _gen(20))
+    assert torch.all(align["init"] < 0.6) and torch.all(align["step"] > align["init"])
+
+
+def test_uniform_parity_init_pattern_and_run():
+    net = experiments.uniform_parity_init(2, 6, 9, 4, _gen(21), torch.float64)
+    assert set(net.a.unique().tolist()) <= {-1.0, 1.0}
+    assert set(net.W.unique().tolist()) <= {-1.0, 1.0}
+    assert set((net.b[:, :6] * 4).round().unique().tolist()) <= set(range(-3, 4))
+    X = 2.0 * torch.randint(0, 2, (2, 30, 9), generator=_gen(22)).double() - 1
+    assert float(network.forward(net, X).abs().max()) == 0.0
+    with pytest.raises(ValueError, match="'k'"):
+        experiments.uniform_parity_init(1, 2, 5, 0, _gen())
+    eta = 1 / (2 * abs(float(theory.majority_coefficient(11, 1))))
+    out = experiments.uniform_parity_run(11, 2, 2, 16, 20_000, 500, 20, 1e-2, 64, _gen(23), eta)
+    # the corrected Lemma B.63: |w^(1)_j| = 1/(2k) on A, up to sampling noise
+    assert float(out["w_in_A"].mean()) == pytest.approx(0.25, abs=0.02)
+    assert float(out["w_out_A"].mean()) < 0.1
+
+
+def test_compare_methods_shapes():
+    mix = data.xor_mixture(10, 0.5)
+    out = experiments.compare_methods(
+        mix, 2, 4, 100, 100, 1.0, 10**-0.5, 0.5, 0.2, 5, 1e-2, 50, _gen(24)
+    )
+    assert set(out) == {"network", "frozen", "rf", "ntk", "linear"}
+    assert all(v.shape == (2,) and torch.all((v >= 0) & (v <= 1)) for v in out.values())

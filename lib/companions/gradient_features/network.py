@@ -169,6 +169,15 @@ def train(
     return Net(a.detach(), W.detach(), net.b.clone())
 
 
+def ntk_output(net0: Net, dW: torch.Tensor, da: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
+    """The network linearised at ``net0`` (``b`` fixed), evaluated at the displacement
+    ``(dW, da)``: ``sum_i a_i I[<w_i, x> > b_i] <dw_i, x> + da_i sigma(<w_i, x> - b_i)``, the
+    first-order change of ``g`` (plus ``g^(0)``, which is 0 after (3.9))."""
+    z = X @ net0.W.transpose(1, 2) - net0.b[:, None, :]
+    slope = net0.a[:, None, :] * (z > 0).to(X.dtype)
+    return ((X @ dW.transpose(1, 2)) * slope).sum(-1) + (torch.relu(z) * da[:, None]).sum(-1)
+
+
 def train_ntk(
     net0: Net,
     X: torch.Tensor,
@@ -185,9 +194,7 @@ def train_ntk(
     da = torch.zeros_like(net0.a, requires_grad=True)
 
     def model(Xb):
-        z = Xb @ net0.W.transpose(1, 2) - net0.b[:, None, :]
-        slope = net0.a[:, None, :] * (z > 0).to(Xb.dtype)
-        return ((Xb @ dW.transpose(1, 2)) * slope).sum(-1) + (torch.relu(z) * da[:, None]).sum(-1)
+        return ntk_output(net0, dW, da, Xb)
 
     opt = torch.optim.Adam([dW, da], lr=lr)
     n = X.shape[1]
@@ -240,6 +247,7 @@ __all__ = [
     "first_step",
     "autograd_step",
     "train",
+    "ntk_output",
     "train_ntk",
     "train_linear",
 ]
