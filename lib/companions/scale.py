@@ -183,6 +183,7 @@ def register_chapter(chapter: Chapter) -> Chapter:
 #: ``companions.<topic>.chapters`` for each of them, and nothing else.
 TOPICS = (
     "emergence",
+    "gradient_features",
     "fourier",
     "looped",
     "icl_scale",

@@ -25,7 +25,18 @@ from companions import scale
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "lib" / "companions"
-CORE = ("scale", "ledger", "runtime", "train", "plots", "losses", "stats", "incontext", "bench")
+CORE = (
+    "scale",
+    "ledger",
+    "runtime",
+    "train",
+    "plots",
+    "losses",
+    "stats",
+    "incontext",
+    "boolean",
+    "bench",
+)
 #: Modules of the package root that are neither core nor a topic: the package's API and its CLI
 #: entry.
 ROOT_MODULES = {"__init__", "__main__"}

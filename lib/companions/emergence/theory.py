@@ -16,6 +16,7 @@ from fractions import Fraction
 import numpy as np
 import torch
 
+from companions.boolean import cube, walsh_hadamard  # noqa: F401  (moved to the core)
 from companions.emergence.network import Params, smoothed_relu_derivative
 
 # ---------------------------------------------------------------------------------------------
@@ -361,26 +362,6 @@ def bessel_bound(N, B, D, k) -> float:
     """This book's Bessel form: some ``A`` with ``|A| = k`` has best hinge loss
     ``>= 1 - B sqrt(N / binom(D, k))`` on the uniform parity ``D_A`` (Theorem A.23's setting)."""
     return 1 - B * math.sqrt(N / math.comb(D, k))
-
-
-def walsh_hadamard(values: np.ndarray) -> np.ndarray:
-    """Unnormalised fast Walsh-Hadamard transform along axis 0 (length ``2^D``), exact on integers:
-    entry ``S`` is ``sum_z f(z) chi_S(z)`` with ``z`` indexed by the bits of the row index (bit = 1
-    means ``z_j = -1``), so ``hat f(S) = entry / 2^D``."""
-    f = np.array(values, dtype=object if values.dtype == object else np.int64, copy=True)
-    h, n = 1, f.shape[0]
-    while h < n:
-        for i in range(0, n, 2 * h):
-            x, y = f[i : i + h].copy(), f[i + h : i + 2 * h].copy()
-            f[i : i + h], f[i + h : i + 2 * h] = x + y, x - y
-        h *= 2
-    return f
-
-
-def cube(D: int) -> np.ndarray:
-    """All ``z in {+-1}^D``, row ``r`` with ``z_j = -1`` iff bit ``j`` of ``r`` is set."""
-    r = np.arange(2**D)
-    return 1 - 2 * ((r[:, None] >> np.arange(D)[None, :]) & 1)
 
 
 def integer_features(D: int, N: int, rng: np.random.Generator, L: int = 6) -> np.ndarray:
