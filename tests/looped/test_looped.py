@@ -343,3 +343,15 @@ def test_depth_verdict_decides_only_on_seeds_that_reached_the_construction():
     assert ok is True and n == 3
     ok, n, _ = depth_verdict([0.010, 0.011, 0.012], [1e-4, 2e-4, 1.5e-4], 0.01)
     assert ok is False and n == 3
+
+
+def test_eigenvalues_in_parts_equal_one_batched_call():
+    from companions.looped.theory import eigvalsh_in_parts
+
+    X = torch.randn(3, 7, 9, 4, generator=torch.Generator().manual_seed(5), dtype=torch.float64)
+    G = X.transpose(-1, -2) @ X
+    whole = torch.linalg.eigvalsh(G)
+    for parts in (1, 5, 21, 100, None):
+        got = eigvalsh_in_parts(G, parts)
+        assert got.shape == (3, 7, 4) and torch.allclose(got, whole, rtol=0, atol=1e-12)
+    assert not torch.allclose(eigvalsh_in_parts(G.flip(1), 5), whole)  # order is kept
