@@ -13,6 +13,11 @@ What a chapter uses: :func:`preset` (its parameters), :func:`setup` (device, dty
 
 import os
 import sys
+import time
+
+#: When this process first imported the library (a chapter's first code cell): ledgers time the
+#: chapter from here, so a chapter that makes its ledger late is not timed short.
+IMPORTED_AT = time.perf_counter()
 
 
 def _busy(cores: int, load: float) -> bool:

@@ -121,8 +121,12 @@ class Ledger:
         self.params = cfg.params() if hasattr(cfg, "params") else {}
         self.dir = Path(ledger_dir or cfg.get("ledger_dir") or default_dir())
         self.claims: list[dict] = []
-        self._start = time.perf_counter()
-        self._cpu_start = time.process_time()  # every thread of this process, so robust to load
+        import companions
+
+        # From the library's first import (a batch run: the whole chapter, its imports included;
+        # a reader's session: since its first cell), not from this line, which a chapter may reach
+        # late. CPU time is the process's own, every thread, so it does not count other load.
+        self._start = min(time.perf_counter(), companions.IMPORTED_AT)
 
     # -- recording ---------------------------------------------------------------------------
     def _add(self, claim: dict) -> dict:
@@ -246,7 +250,7 @@ class Ledger:
             "device": str(self.device),
             "params": _plain(self.params),
             "wall_seconds": round(time.perf_counter() - self._start, 3),
-            "cpu_seconds": round(time.process_time() - self._cpu_start, 3),
+            "cpu_seconds": round(time.process_time(), 3),
             "peak_memory_mb": peak_memory_mb(),
             "threads": _torch_threads(),
             "python": sys.executable,

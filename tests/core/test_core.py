@@ -718,3 +718,17 @@ def test_ledger_records_the_notebook_cell_of_a_claim(chapter, tmp_path, monkeypa
     assert led.check("b", "T", "identity", holds=True, expected=0, observed=0)["cell"] == 7
     shell.execution_count = 0  # no cell running: nothing recorded
     assert "cell" not in led.check("c", "T", "identity", holds=True, expected=0, observed=0)
+
+
+def test_a_ledger_times_the_chapter_from_the_librarys_import(chapter, tmp_path, monkeypatch):
+    """A chapter that makes its ledger late is timed from its first import of the library, and its
+    CPU time is the process's whole CPU time."""
+    import time
+
+    import companions
+
+    monkeypatch.setattr(companions, "IMPORTED_AT", time.perf_counter() - 100.0)
+    led = L.Ledger(S.preset(CHAPTER_ID, "smoke", device="cpu", ledger_dir=tmp_path))
+    data = led.as_dict()
+    assert 100.0 <= data["wall_seconds"] < 200.0
+    assert data["cpu_seconds"] >= time.process_time() - 1.0 > 0
