@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import pytest
 import yaml
 
 from companions.book import build, costs
@@ -99,7 +100,5 @@ def test_the_cached_config_only_changes_how_notebooks_execute(tmp_path):
 
 
 def test_the_build_refuses_zero_jobs(tmp_path):
-    import pytest
-
     with pytest.raises(ValueError, match="'jobs'"):
         build.build(tmp_path, 0, [])

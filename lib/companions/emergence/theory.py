@@ -57,29 +57,7 @@ def target_network(k: int, P, mu) -> dict:
     Returns ``{'a': [...], 'b': [...], 'scale': 1/(4k), 'candidate': 1 or 2}``: neuron ``i``
     computes ``a_i sigma(scale (S - mu) + b_i)`` (``<w^*, x> = (S - mu)/(4k)`` for every neuron).
     """
-    P = set(P)
-    mu = Fraction(mu)
-    half = Fraction(1, 2)
-    for candidate, (shift, height) in ((1, (Fraction(0), 2)), (2, (Fraction(1, 4), 4))):
-        a, b = [], []
-        for p in range(k + 1):
-            sign = 1 if p in P else -1
-            s = p - mu + shift
-            # delta_{s,h,1/2}(z) = h relu(z - s + 1/2) - 2h relu(z - s) + h relu(z - s - 1/2)
-            for coef, off in ((height, half), (-2 * height, Fraction(0)), (height, -half)):
-                a.append(sign * coef)
-                b.append(-s + off)
-        if all(abs(v) >= Fraction(1, 8) for v in b):
-            scale = Fraction(1, 4 * k)
-            return {
-                "a": [4 * k * v for v in a],
-                "b": [v * scale for v in b],
-                "scale": scale,
-                "candidate": candidate,
-            }
-    raise AssertionError(
-        "neither candidate of Lemma 2.5 has all biases >= 1/8 (impossible: they are 1/4 apart)"
-    )
+    return _bump_network(k, P, mu, heights=(2, 4), rescale=4 * k, lemma="2.5")
 
 
 def target_output(net: dict, S: int, mu) -> Fraction:
@@ -152,26 +130,40 @@ def target_network_a29(k: int, P, mu) -> dict:
     heights of Lemma 2.5, the candidate with all biases ``>= 1/8`` rescaled by ``8k`` (A.315):
     ``a^* = 8k a``, ``b^* = b/(8k)``, ``<w^*, x> = <w, x>/(8k)``. Same keys as
     :func:`target_network`."""
+    return _bump_network(k, P, mu, heights=(4, 8), rescale=8 * k, lemma="A.29")
+
+
+def _bump_network(k: int, P, mu, heights: tuple[int, int], rescale: int, lemma: str) -> dict:
+    """The construction shared by Lemmas 2.5 and A.29: for ``p = 0..k`` a bump
+    ``delta_{p - mu + shift, h, 1/2}``, signed by ``p in P``, with ``(shift, h)`` = ``(0,
+    heights[0])`` or ``(1/4, heights[1])``, the first candidate whose biases are all ``>= 1/8``,
+    then ``a^* = rescale a``, ``b^* = b / rescale``."""
     P = set(P)
     mu = Fraction(mu)
     half = Fraction(1, 2)
-    for candidate, (shift, height) in ((1, (Fraction(0), 4)), (2, (Fraction(1, 4), 8))):
+    for candidate, (shift, height) in (
+        (1, (Fraction(0), heights[0])),
+        (2, (Fraction(1, 4), heights[1])),
+    ):
         a, b = [], []
         for p in range(k + 1):
             sign = 1 if p in P else -1
             s = p - mu + shift
+            # delta_{s,h,1/2}(z) = h relu(z - s + 1/2) - 2h relu(z - s) + h relu(z - s - 1/2)
             for coef, off in ((height, half), (-2 * height, Fraction(0)), (height, -half)):
                 a.append(sign * coef)
                 b.append(-s + off)
         if all(abs(v) >= Fraction(1, 8) for v in b):
-            scale = Fraction(1, 8 * k)
+            scale = Fraction(1, rescale)
             return {
-                "a": [8 * k * v for v in a],
+                "a": [rescale * v for v in a],
                 "b": [v * scale for v in b],
                 "scale": scale,
                 "candidate": candidate,
             }
-    raise AssertionError("neither candidate of Lemma A.29 has all biases >= 1/8")
+    raise AssertionError(
+        f"neither candidate of Lemma {lemma} has all biases >= 1/8 (impossible: they are 1/4 apart)"
+    )
 
 
 def lemma_a29_noisy(dist, sigma_zeta: float, n: int, generator: torch.Generator, device="cpu"):
