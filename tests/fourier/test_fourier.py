@@ -196,6 +196,43 @@ def test_masked_neurons_stay_zero_and_runs_are_independent():
     assert torch.allclose(U.detach(), run.U[1:2], atol=1e-10)
 
 
+def test_train_fraction_trains_on_its_part_only_and_logs_the_rest():
+    kw = dict(lam=1e-3, log_every=10, dtype=torch.float64, progress=False)
+    whole = ftr.train(5, 2, [6], 20, 0.05, torch.Generator().manual_seed(8), **kw)
+    half = ftr.train(
+        5, 2, [6], 20, 0.05, torch.Generator().manual_seed(8), train_fraction=0.5, **kw
+    )
+    assert whole.test_accuracy is None and half.test_accuracy.shape == half.accuracy.shape
+    assert torch.equal(half.U0, whole.U0), "the split is drawn after the initialisation"
+    # the same split, drawn as train() draws it, and Adam on that half only (no warmup, cosine
+    # over the last 20 % of the steps)
+    g = torch.Generator().manual_seed(8)
+    ftr.init_network(1, 6, 5, 2, g)
+    order = torch.randperm(25, generator=g)
+    a, y = fnet.dataset(5, 2)
+    tr, te = order[:12].sort().values, order[12:].sort().values
+    U, W = half.U0.clone().requires_grad_(True), half.W0.clone().requires_grad_(True)
+    opt = torch.optim.Adam([U, W], lr=0.05)
+    for t in range(20):
+        for gr in opt.param_groups:
+            gr["lr"] = 0.05 * (0.5 * (1 + math.cos(math.pi * (t - 16) / 4)) if t >= 16 else 1.0)
+        loss = (
+            torch.nn.functional.cross_entropy(fnet.forward(U, W, a[tr])[0], y[tr])
+            + 1e-3 * fnet.norm_ab(U, W, 3).sum()
+        )
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert torch.allclose(U.detach(), half.U, atol=1e-10)
+    assert not torch.allclose(whole.U, half.U, atol=1e-3)
+    hits = (fnet.forward(half.U, half.W, a)[0].argmax(-1) == y).double()
+    assert float(half.test_accuracy[-1, 0]) == pytest.approx(float(hits[te].mean()), abs=1e-12)
+    assert float(half.accuracy[-1, 0]) == pytest.approx(float(hits.mean()), abs=1e-12)
+    for bad in (0.0, 1.5, 0.01):
+        with pytest.raises(ValueError, match="train_fraction"):
+            ftr.train(5, 2, [6], 2, 0.05, torch.Generator(), train_fraction=bad, progress=False)
+
+
 def test_training_improves_margin_and_never_exceeds_gamma_star():
     run = ftr.train(
         5,

@@ -33,8 +33,9 @@ class TrainRun:
     """Runs trained side by side. ``U (R, M, k, p)``, ``W (R, M, p)`` final parameters (neurons
     beyond a run's width stay exactly zero), ``U0``, ``W0`` the initial ones, ``widths (R,)``; the
     logs ``steps``, ``rho (T, R)`` = normalized margin / gamma*, ``loss (T, R)`` (cross-entropy
-    only) and ``accuracy (T, R)`` on all of D_p. Parameters and logs are float64 whatever the
-    training dtype (the logs are computed from the parameters cast to float64)."""
+    only) and ``accuracy (T, R)`` on all of D_p; with a split (``train_fraction < 1``),
+    ``test_accuracy (T, R)`` on the held-out inputs, else ``None``. Parameters and logs are float64
+    whatever the training dtype (the logs are computed from the parameters cast to float64)."""
 
     U: torch.Tensor
     W: torch.Tensor
@@ -45,6 +46,7 @@ class TrainRun:
     rho: list = field(default_factory=list)
     loss: list = field(default_factory=list)
     accuracy: list = field(default_factory=list)
+    test_accuracy: list | None = None
 
 
 def init_network(
@@ -88,6 +90,7 @@ def train(
     device="cpu",
     desc: str = "training",
     progress: bool = True,
+    train_fraction: float = 1.0,
 ) -> TrainRun:
     """Train one network per entry of ``widths`` (vectorized) on (a_1 + ... + a_k) mod p.
 
@@ -98,6 +101,9 @@ def train(
     of D_p; otherwise minibatches drawn from ``generator``. The learning rate warms up linearly over
     ``warmup`` steps and decays by a cosine over the last ``decay_fraction`` of the steps. The
     normalized margin is measured on all of D_p every ``log_every`` steps and at the end.
+    ``train_fraction < 1`` trains on a random part of D_p of that size (drawn from ``generator``
+    after the initialisation, so the initial network does not depend on it; the source's
+    experiments use 1/2, Appendix C.10.1) and logs the accuracy on the rest.
 
     Training runs in ``dtype`` (float32 by default: the step needs no more); the margins, losses and
     accuracies of the logs, and the returned parameters, are float64 (the parameters cast), so the
@@ -110,12 +116,32 @@ def train(
             f"parameter 'regularizer' = {regularizer!r} is not allowed: "
             "expected 'l2k1', 'adamw' or 'l22'"
         )
+    if not 0 < train_fraction <= 1:
+        raise ValueError(
+            f"parameter 'train_fraction' = {train_fraction!r} is not allowed: "
+            "expected a number in (0, 1]"
+        )
     from tqdm.std import tqdm
 
     a, y = dataset(p, k, device=device)
     U, W = init_network(len(widths), max(widths), p, k, generator, widths, dtype, device)
+    held_out = None
+    if train_fraction < 1:
+        n_train = round(train_fraction * a.shape[0])
+        if not 0 < n_train < a.shape[0]:
+            raise ValueError(
+                f"parameter 'train_fraction' = {train_fraction!r} is not allowed: it leaves "
+                f"{n_train} of the {a.shape[0]} inputs for training (need one or more on each side)"
+            )
+        order = torch.randperm(a.shape[0], generator=generator).to(device)
+        held_out = order[n_train:].sort().values
+        a_train, y_train = a[order[:n_train].sort().values], y[order[:n_train].sort().values]
+    else:
+        a_train, y_train = a, y
     U64, W64 = U.double(), W.double()
     run = TrainRun(U64.clone(), W64.clone(), U64.clone(), W64.clone(), list(widths))
+    if held_out is not None:
+        run.test_accuracy = []
     E, W = table(U).requires_grad_(True), W.clone().requires_grad_(True)
     if regularizer == "adamw":
         opt = torch.optim.AdamW([E, W], lr=lr, betas=(0.9, 0.98), weight_decay=weight_decay)
@@ -135,7 +161,7 @@ def train(
     def log(t):  # over all of D_p, chunk by chunk (the full logits need not fit in memory)
         with torch.no_grad():
             U64, W64 = untable(E).double(), W.double()
-            hmin, ce_sum, correct = None, 0.0, 0.0
+            hmin, ce_sum, hits = None, 0.0, []
             for i in range(0, n, 4096):
                 logits = forward(U64, W64, a[i : i + 4096])
                 yc = y[i : i + 4096]
@@ -145,13 +171,18 @@ def train(
                     logits.reshape(-1, p), yc.repeat(len(widths)), reduction="none"
                 )
                 ce_sum = ce_sum + ce.reshape(len(widths), -1).sum(-1)
-                correct = correct + (logits.argmax(-1) == yc).double().sum(-1)
+                hits.append(logits.argmax(-1) == yc)
+            hits = torch.cat(hits, -1).double()
             run.steps.append(t)
             run.rho.append((hmin / norm_ab(U64, W64, k + 1).pow(k + 1) / gs).cpu())
             run.loss.append((ce_sum / n).cpu())
-            run.accuracy.append((correct / n).cpu())
+            run.accuracy.append(hits.mean(-1).cpu())
+            if held_out is not None:
+                run.test_accuracy.append(hits[:, held_out].mean(-1).cpu())
 
-    step = training_step(p, k, E, W, opt, generator, regularizer, lam, batch, a, y)
+    step = training_step(
+        p, k, E, W, opt, generator, regularizer, lam, batch, a_train, y_train, held_out is None
+    )
     bar = tqdm(range(steps), desc=desc, disable=not progress, mininterval=0.5)
     for t in bar:
         if t % log_every == 0:
@@ -168,18 +199,33 @@ def train(
         torch.stack(run.loss),
         torch.stack(run.accuracy),
     )
+    if held_out is not None:
+        run.test_accuracy = torch.stack(run.test_accuracy)
     return run
 
 
 def training_step(
-    p, k, E, W, opt, generator, regularizer="l2k1", lam=1e-3, batch=0, a=None, y=None
+    p,
+    k,
+    E,
+    W,
+    opt,
+    generator,
+    regularizer="l2k1",
+    lam=1e-3,
+    batch=0,
+    a=None,
+    y=None,
+    whole_set=True,
 ):
     """One optimizer step of :func:`train` on the tables ``E (R, k, p, M)`` and ``W (R, M, p)``
     (leaf tensors that ``opt`` updates): returns ``step(lr) -> loss`` (a float, taken before the
-    update; the update is made even if it is not finite). ``a``, ``y``: :func:`dataset`'s
-    inputs, made here if not given."""
+    update; the update is made even if it is not finite). ``a``, ``y``: the training inputs,
+    :func:`dataset`'s (all of D_p, in its order) if not given; ``whole_set=False`` says they are
+    a part of D_p, so a full batch is taken over them rather than over D_p."""
     if a is None or y is None:
         a, y = dataset(p, k, device=E.device)
+        whole_set = True
     runs, n = E.shape[0], a.shape[0]
 
     def step(lr: float) -> float:
@@ -188,8 +234,10 @@ def training_step(
         if batch:
             idx = torch.randint(0, n, (batch,), generator=generator).to(E.device)
             ab, yb = a[idx], y[idx]
-        else:
+        elif whole_set:
             ab, yb = None, y  # None: all of D_p, in the order of ``dataset``
+        else:
+            ab, yb = a, y
         logits = forward_table(E, W, ab)
         ce = torch.nn.functional.cross_entropy(
             logits.reshape(-1, p), yb.repeat(runs), reduction="none"
