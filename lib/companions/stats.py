@@ -99,3 +99,23 @@ def monotone(groups, decreasing: bool = True, level: float = 0.95):
     if any(v is False for v in verdicts):
         return False
     return True if all(verdicts) else None
+
+
+def batch_medians(values, batches: int = 10) -> list[float]:
+    """The medians of ``batches`` consecutive equal parts of ``values`` (a leftover of fewer than
+    ``batches`` values at the end is dropped): repeats of a median, for :func:`mean_and_se` or
+    :func:`monotone`, when the draws are independent and identically distributed."""
+    xs = [float(v) for v in values]
+    if batches < 2:
+        raise ValueError(f"parameter 'batches' = {batches} is not allowed: expected 2 or more")
+    size = len(xs) // batches
+    if size < 1:
+        raise ValueError(
+            f"parameter 'values' has {len(xs)} values: {batches} batches need {batches} or more"
+        )
+    medians = []
+    for i in range(batches):
+        part = sorted(xs[i * size : (i + 1) * size])
+        mid = len(part) // 2
+        medians.append(part[mid] if len(part) % 2 else (part[mid - 1] + part[mid]) / 2)
+    return medians

@@ -74,3 +74,13 @@ def test_monotone_decides_each_step_by_welch():
         stats.monotone([[1.0, 2.0]])
     with pytest.raises(ValueError):
         stats.monotone([[1.0], [2.0]])
+
+
+def test_batch_medians_takes_consecutive_equal_parts():
+    assert stats.batch_medians([5, 1, 3, 10, 40, 20, 7], batches=2) == [3.0, 20.0]
+    assert stats.batch_medians([1, 2, 3, 4, 9, 8, 7, 6], batches=2) == [2.5, 7.5]
+    assert stats.batch_medians(range(30), batches=3) == [4.5, 14.5, 24.5]
+    with pytest.raises(ValueError, match="batches"):
+        stats.batch_medians([1, 2, 3], batches=1)
+    with pytest.raises(ValueError, match="values"):
+        stats.batch_medians([1, 2, 3], batches=4)

@@ -48,7 +48,11 @@ CHAPTER = register_chapter(
                 doc="dimensions d of the Marchenko-Pastur sweep (two or more)",
             ),
             "mp_ratios": ListOf(Int(2, 1024), doc="ratios n/d of the Marchenko-Pastur sweep"),
-            "mp_draws": Int(5, 1_000_000, doc="prompts per (d, n/d) in the Marchenko-Pastur sweep"),
+            "mp_draws": Int(
+                20,
+                1_000_000,
+                doc="prompts per (d, n/d) in the Marchenko-Pastur sweep (in 10 batches)",
+            ),
             "train_d": Int(1, 512, doc="d of the trained looped transformer"),
             "train_n": Int(2, 100_000, doc="n of the trained looped transformer"),
             "train_loops": Int(1, 1000, doc="loops unrolled while training"),
