@@ -122,6 +122,14 @@ def test_select_tokens_keeps_input_order_and_the_listing_does_not():
         gm.select_tokens(s, 7)
 
 
+def test_choose_filter_layer_takes_the_first_layer_over_the_threshold():
+    assert gm.choose_filter_layer([0.2, 0.95, 0.99, 0.1], 0.9) == 2
+    assert gm.choose_filter_layer([0.2, 0.5, 0.7, 0.1], 0.9) == 3  # none reaches it: the best
+    assert gm.choose_filter_layer([0.9, 0.1], 0.9) == 1
+    with pytest.raises(ValueError, match="'threshold'"):
+        gm.choose_filter_layer([0.5], 0.0)
+
+
 def test_random_selection_keeps_the_query_and_k_distinct_sorted_positions():
     J = gm.random_selection(50, 20, 6, torch.Generator().manual_seed(0))
     assert J.shape == (50, 6) and torch.all(J[:, -1] == 19)
@@ -208,6 +216,8 @@ def test_record_complexity_statuses(tmp_path):
     "override, name",
     [
         (dict(filter_layer=5), "'filter_layer'"),
+        (dict(cost_r=5), "'cost_r'"),
+        (dict(select_threshold=0.0), "'select_threshold'"),
         (dict(k=24), "'k'"),
         (dict(width=30), "'width'"),
         (dict(kv_heads=3), "'kv_heads'"),

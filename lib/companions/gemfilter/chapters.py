@@ -7,11 +7,12 @@ from companions.scale import Chapter, Float, Int, ListOf, register_chapter
 
 def _check_parameter_pairs(p):
     """Constraints between parameters (a message naming the parameter, or None)."""
-    if p["filter_layer"] > p["layers"]:
-        return (
-            f"parameter 'filter_layer' = {p['filter_layer']} is not allowed: "
-            f"it must be at most layers = {p['layers']} (Algorithm 2 needs r <= m)"
-        )
+    for name in ("filter_layer", "cost_r"):
+        if p[name] > p["layers"]:
+            return (
+                f"parameter {name!r} = {p[name]} is not allowed: "
+                f"it must be at most layers = {p['layers']} (Algorithm 2 needs r <= m)"
+            )
     if p["width"] % p["heads"]:
         return (
             f"parameter 'width' = {p['width']} is not allowed: "
@@ -50,9 +51,11 @@ _COMMON = dict(
     lr=3e-3,
     n_min=8,
     k=8,
-    filter_layer=2,
+    filter_layer=0,
+    select_threshold=0.9,
     pool=5,
     depths=[0.0, 0.25, 0.5, 0.75, 1.0],
+    cost_r=2,
     cost_k=8,
     cost_t=8,
 )
@@ -76,7 +79,15 @@ CHAPTER = register_chapter(
             "n_train": Int(4, 1_000_000, doc="longest training prompt"),
             "n_test": Int(5, 1_000_000, doc="length n of the test prompts"),
             "k": Int(1, 1_000_000, doc="tokens GemFilter keeps (below n_test)"),
-            "filter_layer": Int(1, 64, doc="GemFilter's filter layer r (1-based, <= layers)"),
+            "filter_layer": Int(
+                0,
+                64,
+                doc="GemFilter's filter layer r (1-based, <= layers); 0: chosen per trained model "
+                "by the source's rule (the first layer whose selection keeps the needle)",
+            ),
+            "select_threshold": Float(
+                0, 1, low_open=True, doc="needle coverage at which the rule picks a layer"
+            ),
             "pool": Int(1, 101, doc="average-pooling kernel over the scores (odd; 1: none)"),
             "depths": ListOf(
                 Float(0, 1), min_len=2, doc="needle depths of the test grid (0: first, 1: last)"
@@ -86,17 +97,18 @@ CHAPTER = register_chapter(
             "cost_n": ListOf(
                 Int(8, 1_000_000), min_len=2, doc="prompt lengths n of the FLOP and cache count"
             ),
+            "cost_r": Int(1, 64, doc="filter layer r of the FLOP and cache count"),
             "cost_k": Int(1, 1_000_000, doc="k of the FLOP and cache count"),
             "cost_t": Int(1, 1_000_000, doc="generated tokens t of the FLOP and cache count"),
         },
         presets={
             "smoke": dict(
                 _COMMON,
-                steps=400,
+                steps=300,
                 n_train=24,
                 n_test=24,
                 test_prompts=40,
-                seeds=2,
+                seeds=3,
                 cost_n=[64, 128, 256, 512],
             ),
             "default": dict(

@@ -22,6 +22,7 @@ class SeedResult:
     pooling kernel, and with the printed listing's sort; ``random``: ``k`` random tokens."""
 
     seed: int
+    r: int
     full: np.ndarray
     layer_acc: dict[int, np.ndarray]
     layer_cov: dict[int, np.ndarray]
@@ -57,9 +58,21 @@ def evaluate(model, ids, answer, pos, k, filter_layer, pool, depths, generator) 
     return out
 
 
+@torch.no_grad()
+def layer_coverage(model, ids, pos, k, pool) -> list[float]:
+    """Per layer, the fraction of prompts whose needle value is among the ``k`` selected."""
+    out = []
+    for r in range(1, len(model.model.layers) + 1):
+        J = gm.select_tokens(gm.filter_scores(model, ids, r, pool=pool), k)
+        out.append(float((J == (pos + 1).unsqueeze(1)).any(dim=1).float().mean()))
+    return out
+
+
 def needle_study(cfg, device, progress: bool = True) -> list[SeedResult]:
-    """Train ``cfg.seeds`` models (seeds ``cfg.seed, cfg.seed+1, ...``) and evaluate each on
-    ``cfg.test_prompts`` fresh prompts of length ``cfg.n_test`` per needle depth of
+    """Train ``cfg.seeds`` models (seeds ``cfg.seed, cfg.seed+1, ...``), choose each one's filter
+    layer (``cfg.filter_layer``, or where it is 0 the source's rule on ``cfg.test_prompts``
+    validation prompts: :func:`model.choose_filter_layer` with ``cfg.select_threshold``) and
+    evaluate on ``cfg.test_prompts`` fresh prompts of length ``cfg.n_test`` per needle depth of
     ``cfg.depths``."""
     results = []
     depths = torch.tensor(cfg.depths, dtype=torch.float64)
@@ -88,6 +101,12 @@ def needle_study(cfg, device, progress: bool = True) -> list[SeedResult]:
             desc=f"training seed {s}",
             progress=progress,
         )
+        r = cfg.filter_layer
+        if r == 0:
+            gv = torch.Generator().manual_seed(30_000 + s)
+            vid, _, vpos = gm.needle_prompts(cfg.test_prompts, cfg.n_test, cfg.fillers, gv)
+            cov = layer_coverage(model, vid.to(device), vpos.to(device), cfg.k, cfg.pool)
+            r = gm.choose_filter_layer(cov, cfg.select_threshold)
         gt = torch.Generator().manual_seed(20_000 + s)
         dep = depths.repeat_interleave(cfg.test_prompts)
         ids, answer, pos = gm.needle_prompts(len(dep), cfg.n_test, cfg.fillers, gt, depth=dep)
@@ -97,21 +116,24 @@ def needle_study(cfg, device, progress: bool = True) -> list[SeedResult]:
             answer.to(device),
             pos.to(device),
             cfg.k,
-            cfg.filter_layer,
+            r,
             cfg.pool,
             len(cfg.depths),
             gt,
         )
-        results.append(SeedResult(seed=s, train_loss=hist.loss, train_steps=hist.steps, **ev))
+        results.append(SeedResult(seed=s, r=r, train_loss=hist.loss, train_steps=hist.steps, **ev))
     return results
 
 
-def seed_means(results: list[SeedResult], key: str, layer: int | None = None) -> list[float]:
-    """Per seed, the accuracy (or coverage, ``key='layer_cov'``) averaged over needle depths."""
+def seed_means(results: list[SeedResult], key: str, layer: int | str | None = None) -> list[float]:
+    """Per seed, the accuracy (or coverage, ``key='layer_cov'``) averaged over needle depths;
+    ``layer='chosen'`` takes each seed's chosen filter layer."""
     out = []
     for res in results:
         v = getattr(res, key)
-        out.append(float(np.mean(v[layer] if layer is not None else v)))
+        if layer is not None:
+            v = v[res.r if layer == "chosen" else layer]
+        out.append(float(np.mean(v)))
     return out
 
 

@@ -131,13 +131,18 @@ def train_needle(
     progress: bool = True,
 ):
     """Train ``model`` with Adam on cross-entropy of the last position's logits against the
-    value, on fresh prompts whose length is drawn per step in ``[n_min, n_max]``
+    value, on fresh prompts whose length is drawn per step in ``[n_min, top]``, ``top`` growing
+    from ``n_min`` to ``n_max`` over the first half of the steps
     (:func:`companions.train.fit`: progress bar, loss history)."""
     if not 4 <= n_min <= n_max:
         raise ValueError(
             f"parameter 'n_min' = {n_min} is not allowed: expected 4 <= n_min <= n_max = {n_max}"
         )
-    lengths = torch.randint(n_min, n_max + 1, (steps,), generator=generator).tolist()
+    # A curriculum: the longest length grows linearly from n_min to n_max over the first half of
+    # the steps (the two-step circuit is found on short prompts, then carried to long ones).
+    tops = [n_min + round((n_max - n_min) * min(1.0, 2 * s / steps)) for s in range(steps)]
+    u = torch.rand(steps, generator=generator).tolist()
+    lengths = [n_min + int(x * (top - n_min + 1)) for x, top in zip(u, tops)]
     model.train()
 
     def loss_fn(step):
@@ -219,6 +224,20 @@ def random_selection(b: int, n: int, k: int, generator: torch.Generator) -> torc
     idx = torch.topk(keys, k - 1, dim=-1).indices
     last = torch.full((b, 1), n - 1, dtype=idx.dtype)
     return torch.sort(torch.cat([idx, last], dim=1), dim=-1).values
+
+
+def choose_filter_layer(coverage, threshold: float) -> int:
+    """The source's rule for the filter layer (Section 9.4.3): "the first layer that accurately
+    identifies the needle's position". ``coverage[i]`` is how often layer ``i + 1``'s selection
+    keeps the needle on validation prompts; the first layer reaching ``threshold`` is chosen, and
+    the best one where none does. Returns a 1-based layer."""
+    if not 0 < threshold <= 1:
+        raise ValueError(f"parameter 'threshold' = {threshold} is not allowed: expected (0, 1]")
+    cov = [float(c) for c in coverage]
+    for i, c in enumerate(cov):
+        if c >= threshold:
+            return i + 1
+    return max(range(len(cov)), key=cov.__getitem__) + 1
 
 
 @torch.no_grad()
