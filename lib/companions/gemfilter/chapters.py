@@ -117,7 +117,7 @@ CHAPTER = register_chapter(
                 n_train=48,
                 n_test=48,
                 test_prompts=100,
-                seeds=3,
+                seeds=6,
                 cost_n=[64, 128, 256, 512, 1024],
             ),
             "paper": dict(
@@ -133,7 +133,7 @@ CHAPTER = register_chapter(
                 n_test=128,
                 k=16,
                 test_prompts=400,
-                seeds=5,
+                seeds=8,
                 depths=[0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
                 cost_n=[128, 512, 2048, 8192, 16384],
                 cost_k=16,

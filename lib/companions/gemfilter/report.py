@@ -215,7 +215,16 @@ def record_needle(ledger, results, cfg) -> dict:
         tolerance=NEGLIGIBLE,
         note=size
         + f", r = {chosen} (per seed)"
-        + ("; the default scale's seeds decide" if neg is None else ""),
+        + (
+            "; more seeds (the paper preset's) decide"
+            if neg is None
+            else (
+                ": the chosen layer's selection misses the needle in some prompts (coverage "
+                "column); the second pass answers where it is kept"
+                if neg
+                else ""
+            )
+        ),
     )
     g = _gap(gem, rnd)
     better = decide(g[0], g[1], g[2], margin=BETTER)
