@@ -135,7 +135,7 @@ CHAPTER = register_chapter(
                 test_prompts=400,
                 seeds=8,
                 depths=[0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
-                cost_n=[128, 512, 2048, 8192, 16384],
+                cost_n=[128, 512, 2048, 8192],
                 cost_k=16,
                 cost_t=16,
             ),
