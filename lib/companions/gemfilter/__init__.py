@@ -9,6 +9,7 @@ code is SalesforceAIResearch/GemFilter.
 Modules: ``chapters`` (the chapter's declaration), ``complexity`` (Theorem 9.3 in sympy, FLOP and
 KV-cache counts), ``model`` (a small LLaMA decoder from ``transformers``, the needle task,
 Algorithm 2's selection), ``experiments`` (the trained models, the baselines, the cost sweep),
-``tables`` (the source's reported numbers, transcribed), ``bench`` (cases for ``python -m
+``report`` (the chapter's claims, with their margins fixed in advance), ``tables`` (the
+source's reported numbers, transcribed), ``bench`` (cases for ``python -m
 companions bench``).
 """
