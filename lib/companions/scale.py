@@ -191,6 +191,7 @@ TOPICS = (
     "fine_labels",
     "domain_generalization",
     "universality",
+    "gemfilter",
 )
 
 _DISCOVERED = False
