@@ -20,7 +20,7 @@ def table(printed: bool = True) -> dict:
     """The table of Theorem 9.3 / G.4, as sympy expressions (the Theta-terms without Theta).
     ``printed=True`` is the table as printed, with the standard method's prompt memory
     ``m w + 2 m h d``; ``printed=False`` replaces it with the full KV cache ``m w + 2 m h n d``
-    that the proof's own generation line (``2 m h (n + t) d``) and Figure 9.3 imply."""
+    that the proof's own generation line (``2 m h (n + t) d``) and App. G.2 imply."""
     std_prompt_mem = m * w + 2 * m * h * d if printed else m * w + 2 * m * h * n * d
     return {
         "time_prompt": {
