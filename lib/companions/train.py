@@ -1,13 +1,111 @@
-"""The training loop shared by chapters: progress bar, loss history, optional early stop."""
+"""The training loop shared by chapters: progress bar, loss history, optional early stop.
+
+Every long loop of the library goes through :func:`progress` (its text progress bar). Setting the
+environment variable ``COMPANIONS_DRY_RUN`` to a number ``n`` >= 1 makes it a *dry run*: each loop
+that :func:`progress` tracks stops after its first ``n`` iterations, while everything else (sample
+draws, evaluation, exact checks) runs at the chapter's size. Running a ``paper`` preset this way on
+a CPU checks its shapes, memory and device placement in seconds; its claims are not findings, so
+the ledger of a dry run says so (``dry_run`` in the ledger, see :mod:`companions.ledger`), a
+failing check does not stop it, and the book's pages leave it out. :func:`dry_run_loops` lists the
+loops it cut, with their planned and run iterations and time.
+"""
 
 from __future__ import annotations
 
+import itertools
 import math
+import os
+import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterable
 
 import torch
 from tqdm.std import tqdm  # plain text bars: tqdm.auto needs ipywidgets in a notebook
+
+from companions.ledger import DRY_RUN_ENV
+
+_LOOPS: list[dict] = []
+
+
+def dry_run_steps() -> int | None:
+    """The iterations each tracked loop keeps in a dry run (``$COMPANIONS_DRY_RUN``), or None
+    when this is not a dry run (unset, empty or ``0``)."""
+    text = os.environ.get(DRY_RUN_ENV, "").strip()
+    if text in ("", "0"):
+        return None
+    if not text.isdigit():
+        raise ValueError(
+            f"environment variable {DRY_RUN_ENV} = {text!r} is not allowed: "
+            "expected a number of steps >= 1 (or 0 / unset: no dry run)"
+        )
+    return int(text)
+
+
+def dry_run_loops() -> list[dict]:
+    """The loops :func:`progress` cut in this process's dry run: ``desc``, ``planned`` and ``run``
+    iterations, ``seconds`` spent in the iterations run, and ``depth`` (0: not inside another
+    tracked loop)."""
+    return [dict(loop) for loop in _LOOPS]
+
+
+_DEPTH = [0]
+
+
+def _timed(iterable: Iterable, record: dict):
+    """Yield from ``iterable``, adding to ``record`` the iterations and the seconds they took
+    (each iteration's loop body included: it runs while this generator is suspended)."""
+    start = time.perf_counter()
+    _DEPTH[0] += 1
+    try:
+        for item in iterable:
+            yield item
+            record["run"] += 1
+    finally:
+        _DEPTH[0] -= 1
+        record["seconds"] = round(record["seconds"] + time.perf_counter() - start, 4)
+
+
+def progress(iterable: Iterable, desc: str = "", disable: bool = False, **options) -> tqdm:
+    """A text progress bar over ``iterable`` (tqdm's, with ``desc``, ``disable`` and any other
+    tqdm ``options``), the one every long loop of the library uses.
+
+    In a dry run (:func:`dry_run_steps`) the loop stops after its first ``n`` iterations and is
+    recorded in :func:`dry_run_loops`; otherwise this is exactly ``tqdm(iterable, ...)``."""
+    steps = dry_run_steps()
+    if steps is None:
+        return tqdm(iterable, desc=desc, disable=disable, **options)
+    try:
+        planned = len(iterable)  # type: ignore[arg-type]
+    except TypeError:
+        planned = None
+    if isinstance(iterable, range):
+        kept: Iterable = iterable[:steps]
+    else:
+        kept = itertools.islice(iterable, steps)
+    total = (
+        len(kept) if isinstance(kept, range) else None if planned is None else min(planned, steps)
+    )
+    record = {"desc": desc, "planned": planned, "run": 0, "seconds": 0.0, "depth": _DEPTH[0]}
+    _LOOPS.append(record)
+    options.setdefault("total", total)
+    timed = _timed(kept, record)
+    bar = _DryRunBar(timed, desc=f"{desc} (dry run)", disable=disable, **options)
+    bar.timed = timed
+    return bar
+
+
+class _DryRunBar(tqdm):
+    """A dry run's bar: closing it ends its timing too, even after a ``break``."""
+
+    timed = None
+
+    def close(self):
+        if self.timed is not None:
+            self.timed.close()
+        super().close()
+
+
+_progress = progress  # fit's own argument 'progress' shadows the function
 
 
 @dataclass
@@ -57,7 +155,7 @@ def fit(
         )
     opt = optimizers[optimizer](params, lr=lr)
     history = History()
-    bar = tqdm(range(steps), desc=desc, disable=not progress, mininterval=0.5)
+    bar = _progress(range(steps), desc=desc, disable=not progress, mininterval=0.5)
     for step in bar:
         opt.zero_grad(set_to_none=True)
         out = loss_fn(step)

@@ -110,7 +110,7 @@ def train(
             f"parameter 'regularizer' = {regularizer!r} is not allowed: "
             "expected 'l2k1', 'adamw' or 'l22'"
         )
-    from tqdm.std import tqdm
+    from companions.train import progress as progress_bar
 
     a, y = dataset(p, k, device=device)
     U, W = init_network(len(widths), max(widths), p, k, generator, widths, dtype, device)
@@ -152,7 +152,7 @@ def train(
             run.accuracy.append((correct / n).cpu())
 
     step = training_step(p, k, E, W, opt, generator, regularizer, lam, batch, a, y)
-    bar = tqdm(range(steps), desc=desc, disable=not progress, mininterval=0.5)
+    bar = progress_bar(range(steps), desc=desc, disable=not progress, mininterval=0.5)
     for t in bar:
         if t % log_every == 0:
             log(t)
