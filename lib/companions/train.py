@@ -42,27 +42,49 @@ def dry_run_steps() -> int | None:
 
 
 def dry_run_loops() -> list[dict]:
-    """The loops :func:`progress` cut in this process's dry run: ``desc``, ``planned`` and ``run``
-    iterations, ``seconds`` spent in the iterations run, and ``depth`` (0: not inside another
-    tracked loop)."""
+    """The loops :func:`progress` cut in this process's dry run, in the order they started:
+    ``desc``, ``planned`` and ``run`` iterations, the wall and CPU ``seconds`` / ``cpu_seconds``
+    spent in the iterations run (their bodies included), and ``parent``: the index in this list of
+    the tracked loop it ran inside, or None."""
     return [dict(loop) for loop in _LOOPS]
 
 
-_DEPTH = [0]
+_ACTIVE: list[int] = []  # indices in _LOOPS of the tracked loops running now, innermost last
 
 
-def _timed(iterable: Iterable, record: dict):
+def _timed(iterable: Iterable, record: dict, index: int):
     """Yield from ``iterable``, adding to ``record`` the iterations and the seconds they took
     (each iteration's loop body included: it runs while this generator is suspended)."""
-    start = time.perf_counter()
-    _DEPTH[0] += 1
+    start, cpu = time.perf_counter(), time.process_time()
+    _ACTIVE.append(index)
     try:
         for item in iterable:
             yield item
             record["run"] += 1
     finally:
-        _DEPTH[0] -= 1
+        if index in _ACTIVE:
+            _ACTIVE.remove(index)
         record["seconds"] = round(record["seconds"] + time.perf_counter() - start, 4)
+        record["cpu_seconds"] = round(record["cpu_seconds"] + time.process_time() - cpu, 4)
+
+
+def extrapolated_seconds(total: float, loops: list[dict], key: str = "seconds") -> float:
+    """A run's time had every loop of a dry run gone its ``planned`` length: ``total`` (the dry
+    run's time, wall or CPU as ``key`` says) with each outermost loop's time replaced by its
+    iterations' mean time times ``planned``, where an iteration's time counts each inner loop at
+    its own extrapolated length. The first iterations often cost more than later ones (warm-up,
+    a log at step 0), so this tends to overestimate."""
+
+    def full(i: int) -> float:
+        loop = loops[i]
+        children = [j for j, c in enumerate(loops) if c.get("parent") == i]
+        if not loop["run"] or loop["planned"] is None:
+            return loop[key]
+        own = loop[key] - sum(loops[j][key] for j in children)
+        return loop["planned"] * (own + sum(full(j) for j in children)) / loop["run"]
+
+    top = [i for i, loop in enumerate(loops) if loop.get("parent") is None]
+    return total - sum(loops[i][key] for i in top) + sum(full(i) for i in top)
 
 
 def progress(iterable: Iterable, desc: str = "", disable: bool = False, **options) -> tqdm:
@@ -85,10 +107,17 @@ def progress(iterable: Iterable, desc: str = "", disable: bool = False, **option
     total = (
         len(kept) if isinstance(kept, range) else None if planned is None else min(planned, steps)
     )
-    record = {"desc": desc, "planned": planned, "run": 0, "seconds": 0.0, "depth": _DEPTH[0]}
+    record = {
+        "desc": desc,
+        "planned": planned,
+        "run": 0,
+        "seconds": 0.0,
+        "cpu_seconds": 0.0,
+        "parent": _ACTIVE[-1] if _ACTIVE else None,
+    }
     _LOOPS.append(record)
     options.setdefault("total", total)
-    timed = _timed(kept, record)
+    timed = _timed(kept, record, len(_LOOPS) - 1)
     bar = _DryRunBar(timed, desc=f"{desc} (dry run)", disable=disable, **options)
     bar.timed = timed
     return bar
