@@ -116,7 +116,9 @@ def test_paper_dry_runs_are_read_apart_and_extrapolated(tmp_path):
     assert list(found) == ["a"]  # b is not a dry run: not shown as one
     table = costs.paper_dry_run_table(found, ["a", "b"])
     row = table.splitlines()[-1]
-    # 9 s outside the loop + 1000 steps x 1 s = 1009 CPU s = 0.28 h
-    assert row == "| a | 1 | 1 | 20 | 10 | 3000 | 0.28 |"
+    # 9 s outside the loop + 1000 steps x 1 s = 1009 CPU s
+    assert row == "| a | 1 | 1 | 20 | 10 | 3000 | 1009 s |"
+    found["a"]["dry_run"]["loops"][0]["planned"] = 10_000  # 9 + 10000 s = 2.8 h
+    assert costs.paper_dry_run_table(found, ["a"]).endswith("| 2.8 h |")
     # the smoke and default tables read ledger.load, which leaves the dry run out
     assert list(costs.by_chapter(costs.ledger_mod.load(tmp_path))) == ["b"]

@@ -80,6 +80,9 @@ SLOW: dict[str, str] = {
     "fine-labels-fine": _TIMED_OUT,
     "fourier-max-margin": _TIMED_OUT + "; construction reports over p^k inputs up to 5e10 flops",
     "fourier-training": _TIMED_OUT,
+    "gradient-parities": _TIMED_OUT,
+    "icl-scale-regression": _TIMED_OUT,
+    "universality-trade-off": _TIMED_OUT,
 }
 
 

@@ -52,6 +52,13 @@ def dry_runs(folder: str | os.PathLike | None = None) -> dict[str, dict]:
     }
 
 
+def _duration(seconds: float | None) -> str:
+    """``–``, ``N s`` below an hour, else ``N.N h``."""
+    if seconds is None:
+        return "–"
+    return f"{_cell(seconds)} s" if seconds < 3600 else f"{seconds / 3600:.1f} h"
+
+
 def paper_dry_run_table(dry: dict[str, dict], order: list[str]) -> str:
     """One row per chapter with a paper dry run: its steps per loop, loops cut, the dry run's
     wall and CPU seconds and peak memory, and the CPU time of the whole paper run extrapolated from
@@ -60,7 +67,7 @@ def paper_dry_run_table(dry: dict[str, dict], order: list[str]) -> str:
 
     rows = [
         "| chapter | steps per loop | loops cut | dry run wall s | dry run CPU s "
-        "| peak memory MiB | paper CPU h, extrapolated |",
+        "| peak memory MiB | paper CPU time, extrapolated |",
         "|---|--:|--:|--:|--:|--:|--:|",
     ]
     for chapter in order:
@@ -69,11 +76,12 @@ def paper_dry_run_table(dry: dict[str, dict], order: list[str]) -> str:
             continue
         loops = led["dry_run"]["loops"]
         cpu = _seconds(led, "cpu_seconds")
-        estimate = None if cpu is None else extrapolated_seconds(cpu, loops, "cpu_seconds")
+        known = cpu is not None and all("cpu_seconds" in loop for loop in loops)
+        estimate = extrapolated_seconds(cpu, loops, "cpu_seconds") if known else None
         rows.append(
             f"| {chapter} | {led['dry_run']['steps']} | {len(loops)} | {_cell(_seconds(led))} "
             f"| {_cell(cpu)} | {_cell(led.get('peak_memory_mb'))} "
-            f"| {'–' if estimate is None else f'{estimate / 3600:.2g}'} |"
+            f"| {_duration(estimate)} |"
         )
     return "\n".join(rows)
 
