@@ -392,8 +392,9 @@ def gathered(ledgers: list[dict]) -> tuple[str, str]:
     every = []
     for led in ledgers:
         counts = [sum(c["status"] == s for c in led["claims"]) for s in STATUSES]
+        scale = f"{led['scale']} (dry run)" if is_dry_run(led) else led["scale"]
         summary.append(
-            f"| {led['chapter']} | {led['scale']} | {led['device']} | {led['seed']} | "
+            f"| {led['chapter']} | {scale} | {led['device']} | {led['seed']} | "
             f"{led['wall_seconds']:.1f} | {len(led['claims'])} | "
             + " | ".join(str(n) for n in counts)
             + " |"

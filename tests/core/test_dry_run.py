@@ -110,3 +110,10 @@ def test_a_real_ledger_has_no_dry_run_key(monkeypatch, tmp_path):
         led.finish(display=False)
     assert "dry_run" not in json.loads((tmp_path / "x.json").read_text())
     assert len(ledger_mod.load(tmp_path)) == 1
+
+
+def test_the_ledger_summary_marks_a_dry_run():
+    led = {"chapter": "x", "scale": "paper", "device": "cpu", "seed": 0, "wall_seconds": 1.0}
+    real = ledger_mod.gathered([{**led, "claims": []}])[0]
+    dry = ledger_mod.gathered([{**led, "claims": [], "dry_run": {"steps": 1, "loops": []}}])[0]
+    assert "| paper (dry run) |" in dry and "dry run" not in real
