@@ -84,6 +84,10 @@ SLOW: dict[str, str] = {
     "icl-scale-parity": _TIMED_OUT_420 + "; 10^6 noise draws per M (the draw that took 16 GB, "
     "out of memory at 102 s, is now made in chunks)",
     "fourier-training": _TIMED_OUT,
+    "fourier-transformer": _TIMED_OUT_420 + "; its accuracy over 461760 training inputs (35 GiB in "
+    "one pass) is now evaluated in chunks",
+    "gradient-mixtures": _TIMED_OUT_420 + "; the 10^6 x 300 Monte Carlo sample (out of memory "
+    "at 26 s, 9.6 GB) is now drawn in place",
     "gradient-parities": _TIMED_OUT,
     "icl-scale-regression": _TIMED_OUT,
     "universality-trade-off": _TIMED_OUT,
