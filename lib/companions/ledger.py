@@ -21,6 +21,11 @@ A check that ``fails`` makes :meth:`Ledger.finish` raise :class:`ClaimFailed` af
 written, so a notebook (and the book build, and the tests) stop at its end. ``differs`` is a
 finding, not a failure; ``inconclusive`` says the run was too small to decide (its note names the
 scale that would), and is counted apart.
+
+A *dry run* (``$COMPANIONS_DRY_RUN``, see :mod:`companions.train`) cuts every tracked loop after its
+first steps: its claims are not findings. Its ledger records ``dry_run`` (the steps kept and the
+loops cut), its table is headed as a dry run, a failing check does not raise, and :func:`load`
+leaves dry-run ledgers out unless asked (``dry_runs=True``), so no page of the book shows one.
 """
 
 from __future__ import annotations
@@ -40,6 +45,8 @@ KINDS = ("identity", "bound", "prediction", "reproduction", "erratum")
 #: Every status a claim can have, in the order the book's tables list them.
 STATUSES = ("holds", "reproduced", "differs", "inconclusive", "fails")
 LEDGER_ENV = "BOOK_LEDGER_DIR"
+#: A dry run's environment variable (read by :func:`companions.train.dry_run_steps`).
+DRY_RUN_ENV = "COMPANIONS_DRY_RUN"
 #: Where the tests keep the chapters' smoke-scale ledgers, when set (CI sets it, so that the book
 #: build can show the smoke and default ledgers side by side).
 SMOKE_LEDGER_ENV = "BOOK_SMOKE_LEDGER_DIR"
@@ -254,6 +261,7 @@ class Ledger:
             "peak_memory_mb": peak_memory_mb(),
             "threads": _torch_threads(),
             "python": sys.executable,
+            **_dry_run_record(),
             "claims": self.claims,
         }
 
@@ -272,7 +280,9 @@ class Ledger:
         return target
 
     def table(self) -> str:
-        """The claims as a markdown table."""
+        """The claims as a markdown table (headed as a dry run in a dry run)."""
+        if _dry_run_record():
+            return DRY_RUN_HEADING + "\n\n" + claims_table(self.claims)
         return claims_table(self.claims)
 
     def finish(self, display: bool = True) -> Path:
@@ -280,13 +290,37 @@ class Ledger:
         path = self.write()
         if display:
             _show_markdown(self.table())
-        if self.failed:
+        if self.failed and not _dry_run_record():
             names = ", ".join(f"{c['id']} ({c['source']})" for c in self.failed)
             raise ClaimFailed(
                 f"{len(self.failed)} claim(s) of chapter {self.chapter!r} failed: {names}. "
                 f"Ledger: {path}"
             )
         return path
+
+
+DRY_RUN_HEADING = (
+    "**Dry run** ($COMPANIONS_DRY_RUN): every tracked loop stopped after its first steps, "
+    "so these statuses are not findings."
+)
+
+
+def _dry_run_record() -> dict:
+    """``{"dry_run": {...}}`` in a dry run (the steps each loop kept, and the loops cut), else
+    ``{}``."""
+    if not os.environ.get(DRY_RUN_ENV, "").strip():
+        return {}  # not a dry run: no need to import torch here
+    from companions import train
+
+    steps = train.dry_run_steps()
+    if steps is None:
+        return {}
+    return {"dry_run": {"steps": steps, "loops": train.dry_run_loops()}}
+
+
+def is_dry_run(led: dict) -> bool:
+    """Whether a loaded ledger comes from a dry run (its claims are not findings)."""
+    return bool(led.get("dry_run"))
 
 
 def _current_cell() -> int | None:
@@ -330,8 +364,9 @@ def claims_table(claims: Iterable[dict], chapter_column: bool = False) -> str:
     return "\n".join(rows)
 
 
-def load(ledger_dir: str | os.PathLike | None = None) -> list[dict]:
-    """Every ledger found in ``ledger_dir`` (default: :func:`default_dir`), sorted by chapter."""
+def load(ledger_dir: str | os.PathLike | None = None, dry_runs: bool = False) -> list[dict]:
+    """Every ledger found in ``ledger_dir`` (default: :func:`default_dir`), sorted by chapter;
+    the ledgers of dry runs (:func:`is_dry_run`) only with ``dry_runs=True``."""
     folder = Path(ledger_dir or default_dir())
     if not folder.is_dir():
         return []
@@ -343,7 +378,8 @@ def load(ledger_dir: str | os.PathLike | None = None) -> list[dict]:
                 f"{path} is not a chapter ledger (it has no 'chapter' and 'claims'): "
                 f"move it out of {folder}"
             )
-        ledgers.append(data)
+        if dry_runs or not is_dry_run(data):
+            ledgers.append(data)
     return sorted(ledgers, key=lambda d: d["chapter"])
 
 
@@ -356,8 +392,9 @@ def gathered(ledgers: list[dict]) -> tuple[str, str]:
     every = []
     for led in ledgers:
         counts = [sum(c["status"] == s for c in led["claims"]) for s in STATUSES]
+        scale = f"{led['scale']} (dry run)" if is_dry_run(led) else led["scale"]
         summary.append(
-            f"| {led['chapter']} | {led['scale']} | {led['device']} | {led['seed']} | "
+            f"| {led['chapter']} | {scale} | {led['device']} | {led['seed']} | "
             f"{led['wall_seconds']:.1f} | {len(led['claims'])} | "
             + " | ".join(str(n) for n in counts)
             + " |"

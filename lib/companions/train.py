@@ -1,13 +1,140 @@
-"""The training loop shared by chapters: progress bar, loss history, optional early stop."""
+"""The training loop shared by chapters: progress bar, loss history, optional early stop.
+
+Every long loop of the library goes through :func:`progress` (its text progress bar). Setting the
+environment variable ``COMPANIONS_DRY_RUN`` to a number ``n`` >= 1 makes it a *dry run*: each loop
+that :func:`progress` tracks stops after its first ``n`` iterations, while everything else (sample
+draws, evaluation, exact checks) runs at the chapter's size. Running a ``paper`` preset this way on
+a CPU checks its shapes, memory and device placement in seconds; its claims are not findings, so
+the ledger of a dry run says so (``dry_run`` in the ledger, see :mod:`companions.ledger`), a
+failing check does not stop it, and the book's pages leave it out. :func:`dry_run_loops` lists the
+loops it cut, with their planned and run iterations and time.
+"""
 
 from __future__ import annotations
 
+import itertools
 import math
+import os
+import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterable
 
 import torch
 from tqdm.std import tqdm  # plain text bars: tqdm.auto needs ipywidgets in a notebook
+
+from companions.ledger import DRY_RUN_ENV
+
+_LOOPS: list[dict] = []
+
+
+def dry_run_steps() -> int | None:
+    """The iterations each tracked loop keeps in a dry run (``$COMPANIONS_DRY_RUN``), or None
+    when this is not a dry run (unset, empty or ``0``)."""
+    text = os.environ.get(DRY_RUN_ENV, "").strip()
+    if text in ("", "0"):
+        return None
+    if not text.isdigit():
+        raise ValueError(
+            f"environment variable {DRY_RUN_ENV} = {text!r} is not allowed: "
+            "expected a number of steps >= 1 (or 0 / unset: no dry run)"
+        )
+    return int(text)
+
+
+def dry_run_loops() -> list[dict]:
+    """The loops :func:`progress` cut in this process's dry run, in the order they started:
+    ``desc``, ``planned`` and ``run`` iterations, the wall and CPU ``seconds`` / ``cpu_seconds``
+    spent in the iterations run (their bodies included), and ``parent``: the index in this list of
+    the tracked loop it ran inside, or None."""
+    return [dict(loop) for loop in _LOOPS]
+
+
+_ACTIVE: list[int] = []  # indices in _LOOPS of the tracked loops running now, innermost last
+
+
+def _timed(iterable: Iterable, record: dict, index: int):
+    """Yield from ``iterable``, adding to ``record`` the iterations and the seconds they took
+    (each iteration's loop body included: it runs while this generator is suspended)."""
+    start, cpu = time.perf_counter(), time.process_time()
+    _ACTIVE.append(index)
+    try:
+        for item in iterable:
+            yield item
+            record["run"] += 1
+    finally:
+        if index in _ACTIVE:
+            _ACTIVE.remove(index)
+        record["seconds"] = round(record["seconds"] + time.perf_counter() - start, 4)
+        record["cpu_seconds"] = round(record["cpu_seconds"] + time.process_time() - cpu, 4)
+
+
+def extrapolated_seconds(total: float, loops: list[dict], key: str = "seconds") -> float:
+    """A run's time had every loop of a dry run gone its ``planned`` length: ``total`` (the dry
+    run's time, wall or CPU as ``key`` says) with each outermost loop's time replaced by its
+    iterations' mean time times ``planned``, where an iteration's time counts each inner loop at
+    its own extrapolated length. The first iterations often cost more than later ones (warm-up,
+    a log at step 0), so this tends to overestimate."""
+
+    def full(i: int) -> float:
+        loop = loops[i]
+        children = [j for j, c in enumerate(loops) if c.get("parent") == i]
+        if not loop["run"] or loop["planned"] is None:
+            return loop[key]
+        own = loop[key] - sum(loops[j][key] for j in children)
+        return loop["planned"] * (own + sum(full(j) for j in children)) / loop["run"]
+
+    top = [i for i, loop in enumerate(loops) if loop.get("parent") is None]
+    return total - sum(loops[i][key] for i in top) + sum(full(i) for i in top)
+
+
+def progress(iterable: Iterable, desc: str = "", disable: bool = False, **options) -> tqdm:
+    """A text progress bar over ``iterable`` (tqdm's, with ``desc``, ``disable`` and any other
+    tqdm ``options``), the one every long loop of the library uses.
+
+    In a dry run (:func:`dry_run_steps`) the loop stops after its first ``n`` iterations and is
+    recorded in :func:`dry_run_loops`; otherwise this is exactly ``tqdm(iterable, ...)``."""
+    steps = dry_run_steps()
+    if steps is None:
+        return tqdm(iterable, desc=desc, disable=disable, **options)
+    try:
+        planned = len(iterable)  # type: ignore[arg-type]
+    except TypeError:
+        planned = None
+    if isinstance(iterable, range):
+        kept: Iterable = iterable[:steps]
+    else:
+        kept = itertools.islice(iterable, steps)
+    total = (
+        len(kept) if isinstance(kept, range) else None if planned is None else min(planned, steps)
+    )
+    record = {
+        "desc": desc,
+        "planned": planned,
+        "run": 0,
+        "seconds": 0.0,
+        "cpu_seconds": 0.0,
+        "parent": _ACTIVE[-1] if _ACTIVE else None,
+    }
+    _LOOPS.append(record)
+    options.setdefault("total", total)
+    timed = _timed(kept, record, len(_LOOPS) - 1)
+    bar = _DryRunBar(timed, desc=f"{desc} (dry run)", disable=disable, **options)
+    bar.timed = timed
+    return bar
+
+
+class _DryRunBar(tqdm):
+    """A dry run's bar: closing it ends its timing too, even after a ``break``."""
+
+    timed = None
+
+    def close(self):
+        if self.timed is not None:
+            self.timed.close()
+        super().close()
+
+
+_progress = progress  # fit's own argument 'progress' shadows the function
 
 
 @dataclass
@@ -57,7 +184,7 @@ def fit(
         )
     opt = optimizers[optimizer](params, lr=lr)
     history = History()
-    bar = tqdm(range(steps), desc=desc, disable=not progress, mininterval=0.5)
+    bar = _progress(range(steps), desc=desc, disable=not progress, mininterval=0.5)
     for step in bar:
         opt.zero_grad(set_to_none=True)
         out = loss_fn(step)

@@ -102,3 +102,23 @@ def test_the_cached_config_only_changes_how_notebooks_execute(tmp_path):
 def test_the_build_refuses_zero_jobs(tmp_path):
     with pytest.raises(ValueError, match="'jobs'"):
         build.build(tmp_path, 0, [])
+
+
+def test_paper_dry_runs_are_read_apart_and_extrapolated(tmp_path):
+    import json
+
+    dry = ledger("a", "paper", 20.0, ["fails"], cpu=10.0, memory=3000.0)
+    loops = [dict(desc="train", planned=1000, run=1, seconds=2.0, cpu_seconds=1.0, parent=None)]
+    dry["dry_run"] = {"steps": 1, "loops": loops}
+    (tmp_path / "a.json").write_text(json.dumps(dry))
+    (tmp_path / "b.json").write_text(json.dumps(ledger("b", "paper", 5.0, ["holds"])))
+    found = costs.dry_runs(tmp_path)
+    assert list(found) == ["a"]  # b is not a dry run: not shown as one
+    table = costs.paper_dry_run_table(found, ["a", "b"])
+    row = table.splitlines()[-1]
+    # 9 s outside the loop + 1000 steps x 1 s = 1009 CPU s
+    assert row == "| a | 1 | 1 | 20 | 10 | 3000 | 1009 s |"
+    found["a"]["dry_run"]["loops"][0]["planned"] = 10_000  # 9 + 10000 s = 2.8 h
+    assert costs.paper_dry_run_table(found, ["a"]).endswith("| 2.8 h |")
+    # the smoke and default tables read ledger.load, which leaves the dry run out
+    assert list(costs.by_chapter(costs.ledger_mod.load(tmp_path))) == ["b"]

@@ -346,3 +346,18 @@ def test_across_seeds_decides_against_the_standard_error():
     assert fdiag.across_seeds([0.5, 0.6, 0.55], 0.95)[0] is False
     assert fdiag.across_seeds([0.8, 1.0], 0.95)[0] is None
     assert "3 seeds" in fdiag.across_seeds([0.5, 0.6, 0.55], 0.95)[1]
+
+
+@pytest.mark.parametrize("p,k", [(5, 3), (7, 2)])
+def test_construction_report_is_the_same_in_chunks(p, k):
+    whole = fasc.construction_report(p, k, chunk=None)  # every input at once
+    for chunk in (1, 7, 4096):
+        parts = fasc.construction_report(p, k, chunk=chunk)
+        assert parts.keys() == whole.keys()
+        for key, value in whole.items():
+            if isinstance(value, float):
+                assert parts[key] == pytest.approx(value, rel=1e-12, abs=1e-15), (chunk, key)
+            else:
+                assert parts[key] == value, (chunk, key)
+    with pytest.raises(ValueError, match="'chunk'"):
+        fasc.construction_report(3, 2, chunk=0)

@@ -86,3 +86,16 @@ def test_gap_weakens_decides_each_step_against_its_uncertainty():
     assert ft.gap_weakens({2: [100, 900, 500], 3: [400, 450, 420]}) is None
     with pytest.raises(ValueError):
         ft.gap_weakens({2: [100], 3: [50]})
+
+
+def test_accuracy_is_the_same_in_chunks():
+    model = ft.build(7, 3, seed=1, d_model=16, heads=2, d_head=4, d_mlp=16)
+    a = torch.cartesian_prod(*[torch.arange(7)] * 3)
+    y = a.sum(-1) % 7
+    whole = ft.accuracy(model, a, y)  # one pass, as train_transformer logged before
+    assert whole == float((model(a).argmax(-1) == y).float().mean())
+    assert 0 < whole < 1  # an untrained model: some hits, some misses
+    for chunk in (1, 50, len(y) - 1):
+        assert ft.accuracy(model, a, y, chunk=chunk) == whole
+    with pytest.raises(ValueError, match="'chunk'"):
+        ft.accuracy(model, a, y, chunk=0)

@@ -271,3 +271,13 @@ def test_compare_methods_shapes():
     )
     assert set(out) == {"network", "frozen", "rf", "ntk", "linear"}
     assert all(v.shape == (2,) and torch.all((v >= 0) & (v <= 1)) for v in out.values())
+
+
+def test_mixture_sample_is_mean_plus_sigma_times_the_same_noise():
+    mix = data.orthogonal_mixture(6, 4, 1.5, 0.7)
+    X, y = mix.sample(2, 50, _gen(21), torch.float64)
+    g = _gen(21)  # the formula written out, with the sampler's draws in the sampler's order
+    comp = torch.multinomial(mix.weights.double(), 100, True, generator=g).reshape(2, 50)
+    noise = torch.randn(2, 50, 6, generator=g, dtype=torch.float64)
+    assert torch.equal(X, mix.means.double()[comp] + mix.sigmas.double()[comp][..., None] * noise)
+    assert torch.equal(y, mix.labels.double()[comp])

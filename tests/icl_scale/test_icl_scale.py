@@ -394,3 +394,11 @@ def test_parity_loops_in_the_library():
     assert pa.decide_gaps([(1.0, 0.1), (2.0, 0.1)]) is True
     assert pa.decide_gaps([(1.0, 0.1), (-2.0, 0.1)]) is False
     assert pa.decide_gaps([(1.0, 0.1), (0.1, 0.1)]) is None
+
+
+def test_projected_noise_draws_the_same_signs_in_chunks():
+    V = pa.construction(8, 0.2)[1]
+    whole = pa.projected_noise(V, 16, 3000, torch.Generator().manual_seed(5), chunk=10**9)
+    for chunk in (1, 500, 16 * 8 * 7 + 3):  # one trial, some trials, a ragged last draw
+        parts = pa.projected_noise(V, 16, 3000, torch.Generator().manual_seed(5), chunk=chunk)
+        assert torch.equal(parts, whole)

@@ -296,7 +296,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_ledger(args: argparse.Namespace) -> int:
     folder = Path(args.dir) if args.dir else ledger_mod.default_dir()
     try:
-        ledgers = ledger_mod.load(folder)
+        ledgers = ledger_mod.load(folder, dry_runs=True)  # shown, and marked as dry runs
         report = ledger_report(ledgers) if ledgers else ""
     except (ValueError, KeyError, TypeError) as err:  # a JSON file there that is not a ledger
         print(

@@ -1,8 +1,10 @@
 """What each scale costs: the chapters' times and memory, and which findings survive a larger scale.
 
 Everything here is read from ledgers that runs already wrote (:mod:`companions.ledger`): the
-smoke-scale ledgers the tests keep (``$BOOK_SMOKE_LEDGER_DIR``, CI sets it) and the default-scale
-ledgers of a book build. Nothing is typed by hand. Used by the page ``book/costs.md``.
+smoke-scale ledgers the tests keep (``$BOOK_SMOKE_LEDGER_DIR``, CI sets it), the default-scale
+ledgers of a book build, and the paper presets' dry runs the tests keep
+(``$BOOK_DRY_RUN_LEDGER_DIR``): their first steps only, whose times are extrapolated, never
+shown as measured paper-scale times. Nothing is typed by hand. Used by the page ``book/costs.md``.
 """
 
 from __future__ import annotations
@@ -24,6 +26,64 @@ def smoke_dir() -> Path:
         return Path(os.environ[ledger_mod.SMOKE_LEDGER_ENV])
     root = ledger_mod.find_root()
     return (root or Path.cwd()) / "_build" / "smoke-ledger"
+
+
+#: Where the tests keep the paper presets' dry-run ledgers (tests/book/test_paper_dry_run.py).
+DRY_RUN_LEDGER_ENV = "BOOK_DRY_RUN_LEDGER_DIR"
+
+
+def dry_run_dir() -> Path:
+    """Where the tests kept the paper dry runs' ledgers: ``$BOOK_DRY_RUN_LEDGER_DIR``, else
+    ``<root>/_build/dry-run-ledger``."""
+    if os.environ.get(DRY_RUN_LEDGER_ENV):
+        return Path(os.environ[DRY_RUN_LEDGER_ENV])
+    root = ledger_mod.find_root()
+    return (root or Path.cwd()) / "_build" / "dry-run-ledger"
+
+
+def dry_runs(folder: str | os.PathLike | None = None) -> dict[str, dict]:
+    """The paper-scale dry-run ledgers in ``folder`` (default :func:`dry_run_dir`) by chapter; a
+    ledger there that is not a dry run is ignored."""
+    found = ledger_mod.load(folder or dry_run_dir(), dry_runs=True)
+    return {
+        led["chapter"]: led
+        for led in found
+        if ledger_mod.is_dry_run(led) and led.get("scale") == "paper"
+    }
+
+
+def _duration(seconds: float | None) -> str:
+    """``–``, ``N s`` below an hour, else ``N.N h``."""
+    if seconds is None:
+        return "–"
+    return f"{_cell(seconds)} s" if seconds < 3600 else f"{seconds / 3600:.1f} h"
+
+
+def paper_dry_run_table(dry: dict[str, dict], order: list[str]) -> str:
+    """One row per chapter with a paper dry run: its steps per loop, loops cut, the dry run's
+    wall and CPU seconds and peak memory, and the CPU time of the whole paper run extrapolated from
+    the first steps of each loop (:func:`companions.train.extrapolated_seconds`)."""
+    from companions.train import extrapolated_seconds
+
+    rows = [
+        "| chapter | steps per loop | loops cut | dry run wall s | dry run CPU s "
+        "| peak memory MiB | paper CPU time, extrapolated |",
+        "|---|--:|--:|--:|--:|--:|--:|",
+    ]
+    for chapter in order:
+        led = dry.get(chapter)
+        if led is None:
+            continue
+        loops = led["dry_run"]["loops"]
+        cpu = _seconds(led, "cpu_seconds")
+        known = cpu is not None and all("cpu_seconds" in loop for loop in loops)
+        estimate = extrapolated_seconds(cpu, loops, "cpu_seconds") if known else None
+        rows.append(
+            f"| {chapter} | {led['dry_run']['steps']} | {len(loops)} | {_cell(_seconds(led))} "
+            f"| {_cell(cpu)} | {_cell(led.get('peak_memory_mb'))} "
+            f"| {_duration(estimate)} |"
+        )
+    return "\n".join(rows)
 
 
 def by_chapter(ledgers: list[dict]) -> dict[str, dict]:

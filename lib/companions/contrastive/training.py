@@ -26,11 +26,11 @@ import copy
 from dataclasses import dataclass, field
 
 import torch
-from tqdm.std import tqdm
 
 from companions import losses
 from companions.contrastive import data as cdata
 from companions.contrastive import model as cmodel
+from companions.train import progress as progress_bar
 
 
 @dataclass(frozen=True)
@@ -323,7 +323,7 @@ def _run(
         hist.b.append(sched.b.float().cpu())
         hist.loss.append(loss.float().cpu())
 
-    bar = tqdm(range(t0, t0 + steps), desc=desc, disable=not progress, mininterval=1.0)
+    bar = progress_bar(range(t0, t0 + steps), desc=desc, disable=not progress, mininterval=1.0)
     for t in bar:
         batch = cdata.sample_batch(
             M, probs, sigma, s.K, s.L, s.mag_low, s.token_q, generator, pooled=s.pooled

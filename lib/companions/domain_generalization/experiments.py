@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-from tqdm.std import tqdm
 
 from companions.domain_generalization import data, theory, training
 from companions.stats import t_critical
+from companions.train import progress as progress_bar
 
 
 def mean_se(values) -> tuple[float, float]:
@@ -78,7 +78,7 @@ def population_sweep(
     draws; OOD accuracy on as many fresh OOD draws (the same draws for every lambda of a repeat)."""
     shape = (repeats, len(lambdas))
     out = {k: np.zeros(shape) for k in ("a", "b", "o", "a1", "b1", "s1", "se1", "o1")}
-    for k in tqdm(range(repeats), desc="population repeats", disable=not progress):
+    for k in progress_bar(range(repeats), desc="population repeats", disable=not progress):
         s_r, s_u = data.sample_sums(samples, r, d, gamma, generator, device=device)
         o_r, o_u = data.sample_sums(samples, r, d, -gamma, generator, device=device)
         for j, lam in enumerate(lambdas):
@@ -163,7 +163,7 @@ def domain_sweep(
     shape = (repeats, len(counts))
     l2, l1, k2 = np.zeros(shape), np.zeros(shape), np.zeros(shape)
     gam = {c: domain_gammas(gamma_bar, c, spread) for c in counts}
-    for k in tqdm(range(repeats), desc="domain sweep repeats", disable=not progress):
+    for k in progress_bar(range(repeats), desc="domain sweep repeats", disable=not progress):
         o_r, o_u = data.sample_sums(samples, r, d, -gamma_bar, generator, device=device)
         for j, c in enumerate(counts):
             s_r, s_u = sample_sums_domains(samples, r, d, gam[c], generator, device=device)
@@ -198,7 +198,7 @@ def d_sweep(
     """The ERM-l2 optimum and its OOD accuracy as the number of environmental features grows."""
     shape = (repeats, len(d_values))
     a, b, acc, normal = (np.zeros(shape) for _ in range(4))
-    for k in tqdm(range(repeats), desc="d sweep repeats", disable=not progress):
+    for k in progress_bar(range(repeats), desc="d sweep repeats", disable=not progress):
         for j, d in enumerate(d_values):
             s_r, s_u = data.sample_sums(samples, r, d, gamma, generator, device=device)
             o_r, o_u = data.sample_sums(samples, r, d, -gamma, generator, device=device)

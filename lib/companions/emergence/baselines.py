@@ -17,9 +17,9 @@
 from __future__ import annotations
 
 import torch
-from tqdm.std import tqdm
 
 from companions.emergence.network import Params, features, hinge, preactivations, truncated_relu
+from companions.train import progress as progress_bar
 
 
 def train_linear_head(
@@ -51,7 +51,7 @@ def train_linear_head(
                     history.setdefault(key, []).append(float(v))
 
     record(0)
-    for step in tqdm(range(1, steps + 1), desc=desc, disable=not progress, mininterval=0.5):
+    for step in progress_bar(range(1, steps + 1), desc=desc, disable=not progress, mininterval=0.5):
         idx = torch.randint(n, (min(batch, n),), generator=generator).to(F.device)
         loss = hinge(y[idx], F[idx] @ a)
         opt.zero_grad(set_to_none=True)
@@ -112,7 +112,9 @@ def train_ntk(
                     history.setdefault(key, []).append(float(v))
 
     record(0)
-    for step in tqdm(range(1, steps + 1), desc="NTK", disable=not progress, mininterval=0.5):
+    for step in progress_bar(
+        range(1, steps + 1), desc="NTK", disable=not progress, mininterval=0.5
+    ):
         idx = torch.randint(n, (min(batch, n),), generator=generator).to(X.device)
         loss = hinge(y[idx], model(X[idx]))
         opt.zero_grad(set_to_none=True)

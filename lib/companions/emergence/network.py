@@ -20,7 +20,8 @@ import math
 from dataclasses import dataclass
 
 import torch
-from tqdm.std import tqdm
+
+from companions.train import progress as progress_bar
 
 SCHEDULES = ("A.214", "A.274")
 LATE_OPTIMIZERS = ("theory", "adam")
@@ -264,7 +265,7 @@ def train_late(
                 history.setdefault(key, []).append(float(v))
 
     record(0)
-    for step in tqdm(range(1, steps + 1), desc=desc, disable=not progress, mininterval=0.5):
+    for step in progress_bar(range(1, steps + 1), desc=desc, disable=not progress, mininterval=0.5):
         idx = torch.randint(n, (min(batch, n),), generator=generator).to(X.device)
         loss = hinge(y[idx], forward(p, X[idx]))
         if lam:

@@ -121,7 +121,7 @@ def train(
             f"parameter 'train_fraction' = {train_fraction!r} is not allowed: "
             "expected a number in (0, 1]"
         )
-    from tqdm.std import tqdm
+    from companions.train import progress as progress_bar
 
     a, y = dataset(p, k, device=device)
     U, W = init_network(len(widths), max(widths), p, k, generator, widths, dtype, device)
@@ -183,7 +183,7 @@ def train(
     step = training_step(
         p, k, E, W, opt, generator, regularizer, lam, batch, a_train, y_train, held_out is None
     )
-    bar = tqdm(range(steps), desc=desc, disable=not progress, mininterval=0.5)
+    bar = progress_bar(range(steps), desc=desc, disable=not progress, mininterval=0.5)
     for t in bar:
         if t % log_every == 0:
             log(t)

@@ -37,8 +37,10 @@ class Mixture:
     def sample(self, seeds: int, n: int, generator: torch.Generator, dtype=torch.float32):
         comp = torch.multinomial(self.weights.double(), seeds * n, True, generator=generator)
         comp = comp.reshape(seeds, n)
-        noise = torch.randn(seeds, n, self.d, generator=generator, dtype=torch.float64)
-        X = self.means.double()[comp] + self.sigmas.double()[comp][..., None] * noise
+        X = torch.randn(seeds, n, self.d, generator=generator, dtype=torch.float64)
+        # mean + sigma * noise, in place: the same numbers, two (seeds, n, d) tensors fewer (the
+        # paper preset's 10^6 x 300 draw held four, 9.6 GB)
+        X.mul_(self.sigmas.double()[comp][..., None]).add_(self.means.double()[comp])
         return X.to(dtype), self.labels.double()[comp].to(dtype)
 
 

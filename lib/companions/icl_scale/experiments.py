@@ -11,9 +11,9 @@ import math
 from dataclasses import dataclass
 
 import torch
-from tqdm.std import tqdm
 
 from companions.icl_scale import data, model, theory
+from companions.train import progress as progress_bar
 
 
 @dataclass
@@ -99,7 +99,7 @@ def train_rank_r(
     opt = torch.optim.Adam(net.parameters(), lr=lr)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
     losses = []
-    bar = tqdm(range(steps), desc=f"rank {r}", disable=not progress, mininterval=1.0)
+    bar = progress_bar(range(steps), desc=f"rank {r}", disable=not progress, mininterval=1.0)
     for _ in bar:
         p = data.prompts(batch, N, eigenvalues, Q, generator, dtype=torch.float32, device=device)
         E = data.embed(p.X, p.y, p.xq)

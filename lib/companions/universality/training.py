@@ -7,9 +7,9 @@ from __future__ import annotations
 import math
 
 import torch
-from tqdm.std import tqdm
 
 from companions import losses
+from companions.train import progress as progress_bar
 from companions.universality import data, theory
 
 #: Dykstra's stopping tolerance in the fine-tuning (an iterate moving by less, in Frobenius norm);
@@ -49,7 +49,7 @@ def _run(
 ):
     W = W.to(device, dtype).clone()
     trace = []
-    for _ in tqdm(range(steps), desc=desc, disable=not progress, leave=False):
+    for _ in progress_bar(range(steps), desc=desc, disable=not progress, leave=False):
         x, xp = _batch(layout, M, tasks, batch, generator, device, dtype, resample_u)
         W.requires_grad_(True)
         value = contrastive_loss(W, x, xp, loss)
