@@ -85,3 +85,32 @@ def test_subset_index_points_at_the_characters_coefficient(D):
             assert hat[B.subset_index(S)] == 2**D
             assert np.count_nonzero(hat) == 1
     assert B.subset_index([]) == 0 and B.subset_index(np.array([0, 2])) == 5
+
+
+def test_edges_of_the_cube_and_the_transform():
+    assert B.cube(0).shape == (1, 0)  # the 0-cube is one point
+    assert B.walsh_hadamard(np.array([5])).tolist() == [5]
+    assert B.walsh_hadamard(np.array([1, 2])).tolist() == [3, -1]
+    with pytest.raises(ValueError, match="^parameter 'D' = -2 is not allowed: it must be >= 0$"):
+        B.cube(-2)
+
+
+def test_walsh_hadamard_keeps_python_integers_and_makes_floats_integers():
+    # object arrays stay exact beyond int64; a float array of integers is computed in int64
+    huge = np.array([2**70, 1], dtype=object)
+    assert B.walsh_hadamard(huge).tolist() == [2**70 + 1, 2**70 - 1]
+    got = B.walsh_hadamard(np.array([1.0, 0.0, 2.0, 1.0]))
+    assert got.dtype == np.int64 and got.tolist() == [4, 2, -2, 0]
+    got = B.walsh_hadamard(np.array([True, False]))
+    assert got.dtype == np.int64 and got.tolist() == [1, 1]
+    values = np.array([1, 2, 3, 4], dtype=np.int64)
+    B.walsh_hadamard(values)
+    assert values.tolist() == [1, 2, 3, 4]  # the caller's array is not overwritten
+    ints32 = np.array([2**30, 2**30], dtype=np.int32)
+    assert B.walsh_hadamard(ints32).tolist() == [2**31, 0]  # no int32 overflow
+
+
+def test_a_length_one_short_of_a_power_of_two_is_refused():
+    for n in (3, 7, 15):
+        with pytest.raises(ValueError, match="needs a power of two"):
+            B.walsh_hadamard(np.zeros(n, dtype=int))

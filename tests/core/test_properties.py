@@ -468,3 +468,217 @@ def test_monotone_step_uses_welch_df_and_level():
     assert 3.0 > half95 and 3.0 < stats.t_critical(1) * math.sqrt(2) * se
     assert stats.monotone([a, b]) is True
     assert stats.monotone([a, b], level=0.999) is None
+
+
+def _monotone_reference(groups, decreasing=True, level=0.95):
+    """monotone() written out from its definition, for two or more groups."""
+    verdicts = []
+    for a, b in zip(groups, groups[1:]):
+        (ma, sa, na), (mb, sb, nb) = stats.mean_and_se(a), stats.mean_and_se(b)
+        effect = ma - mb if decreasing else mb - ma
+        se = math.hypot(sa, sb)
+        if se == 0:
+            verdicts.append(None if effect == 0 else effect > 0)
+            continue
+        va, vb = sa**2, sb**2
+        df = (va + vb) ** 2 / (va**2 / (na - 1) + vb**2 / (nb - 1))
+        half = stats.t_critical(df, level) * se
+        verdicts.append(True if effect > half else False if effect < -half else None)
+    if False in verdicts:
+        return False
+    return True if all(v is True for v in verdicts) else None
+
+
+@FAST
+@given(
+    st.lists(
+        st.lists(st.integers(-6, 6).map(float), min_size=2, max_size=4), min_size=2, max_size=3
+    ),
+    st.booleans(),
+    st.sampled_from([0.5, 0.8, 0.95]),
+)
+def test_monotone_matches_its_definition(groups, decreasing, level):
+    got = stats.monotone(groups, decreasing=decreasing, level=level)
+    assert got == _monotone_reference(groups, decreasing, level)
+
+
+def test_monotone_edge_cases():
+    # a zero-spread step is decided by its sign, and the next steps still count
+    assert stats.monotone([[2.0, 2.0], [1.0, 1.0], [5.0, 5.1, 4.9]]) is False
+    # a spread of exactly one standard error goes through Welch, not the sign
+    assert stats.monotone([[0.5, 0.5], [0.0, 2.0]], decreasing=False) is None
+    assert stats.monotone([[0.0, 2.0], [0.5, 0.5]]) is None
+
+
+def test_decide_and_welch_edges():
+    # with se = 0 the interval is the point itself: an effect on the margin decides nothing
+    assert stats.decide(1.0, 0.0, 5, margin=1.0) is None
+    assert stats.decide(1.0 + 1e-12, 0.0, 5, margin=1.0) is True
+    assert stats.decide(1.0 - 1e-12, 0.0, 5, margin=1.0) is False
+    # two seeds are enough (df = 1)
+    assert stats.decide(100.0, 1.0, 2) is True and stats.decide(12.0, 1.0, 2) is None
+    assert stats.decide(12.0, 1.0, 2, level=0.9) is True
+    assert stats.welch_df(1.0, 2, 1.0, 2) == pytest.approx(2.0)
+    assert stats.welch_df(1.0, 3, 1.0, 7) == pytest.approx(6.0)
+    assert stats.welch_df(0.0, 3, 0.0, 6) == 7.0
+    assert stats.welch_df(2.0, 3, 0.5, 7) == pytest.approx(4.25**2 / (16 / 2 + 0.0625 / 6))
+    for args in ((1.0, 1, 1.0, 5), (1.0, 5, 1.0, 1)):
+        with pytest.raises(
+            ValueError, match="^Welch's degrees of freedom need at least two samples on each side$"
+        ):
+            stats.welch_df(*args)
+    with pytest.raises(ValueError, match="at least two values, got 1"):
+        stats.mean_and_se([1.0])
+    with pytest.raises(ValueError, match="'df' = 0 is not allowed: expected a positive number"):
+        stats.student_t_cdf(1.0, 0)
+    with pytest.raises(ValueError, match="'df' = -1 is not allowed"):
+        stats.student_t_cdf(1.0, -1)
+
+
+# -- losses: closed forms, symmetries and scalings ---------------------------------------------
+def _draw(seed, *shape):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
+@FAST
+@given(st.floats(-700, 700))
+def test_logistic_loss_identities(t):
+    from companions import losses
+
+    x = torch.tensor(t, dtype=torch.float64)
+    # ell(t) - ell(-t) = -t, ell > 0, ell(t) = log(1 + e^-t) computed without overflow
+    assert float(losses.logistic(x) - losses.logistic(-x)) == pytest.approx(-t, abs=1e-9)
+    assert float(losses.logistic(x)) > 0 or t > 36
+    assert float(losses.logistic(x)) == pytest.approx(math.log1p(math.exp(-t)) if t > -30 else -t)
+    assert float(losses.linear(x)) == -t
+    if t > -700:
+        assert float(losses.exponential(x)) == pytest.approx(math.exp(-t))
+
+
+@FAST
+@given(st.integers(0, 10**6), st.integers(1, 4), st.integers(1, 4), st.floats(0.1, 3.0))
+def test_pair_losses_match_their_definitions(seed, n, k, a):
+    from companions import losses
+
+    h, hp, hn = _draw(seed, 2, n, k), _draw(seed + 1, 2, n, k), _draw(seed + 2, 2, n, k)
+    for name, ell in losses.SCALAR_LOSSES.items():
+        t = torch.stack(
+            [torch.stack([h[b, i] @ (hp[b, i] - hn[b, i]) for i in range(n)]) for b in range(2)]
+        )
+        expected = ell(t).mean(-1)
+        assert torch.allclose(losses.pair_contrastive(h, hp, hn, name), expected, atol=1e-12)
+        assert torch.allclose(losses.pair_contrastive(h, hp, hn, ell), expected, atol=1e-12)
+        c = h.mean(-2, keepdim=True)
+        t_mean = (h * (hp - c)).sum(-1)
+        assert torch.allclose(
+            losses.mean_negative_contrastive(h, hp, name), ell(t_mean).mean(-1), atol=1e-12
+        )
+        center = _draw(seed + 3, 2, k)
+        t_center = (h * (hp - center[:, None, :])).sum(-1)
+        got = losses.mean_negative_contrastive(h, hp, name, center=center)
+        assert torch.allclose(got, ell(t_center).mean(-1), atol=1e-12)
+    # the linear loss: swapping positive and negative flips the sign; degree 2 in the scale
+    lin = losses.pair_contrastive(h, hp, hn, "linear")
+    assert torch.allclose(losses.pair_contrastive(h, hn, hp, "linear"), -lin, atol=1e-12)
+    scaled = losses.pair_contrastive(a * h, a * hp, a * hn, "linear")
+    assert torch.allclose(scaled, a * a * lin, atol=1e-10)
+
+
+def _info_nce_reference(hx, hy, tau, n_neg=None):
+    K = hx.shape[0]
+    total = 0.0
+    for k in range(K):
+        keep = [j for j in range(K) if n_neg is None or (j - k) % K <= n_neg]
+        logits = torch.stack([hx[k] @ hy[j] / tau for j in keep])
+        total += -(logits[keep.index(k)] - torch.logsumexp(logits, 0))
+    return total / K
+
+
+@FAST
+@given(st.integers(0, 10**6), st.integers(2, 6), st.floats(0.05, 5.0), st.integers(0, 6))
+def test_info_nce_matches_its_definition_and_symmetries(seed, K, tau, n_neg):
+    from companions import losses
+
+    hx, hy = _draw(seed, K, 3), _draw(seed + 1, K, 3)
+    for window in (None, n_neg):
+        got = losses.info_nce(hx, hy, tau, n_neg=window)
+        assert float(got) == pytest.approx(float(_info_nce_reference(hx, hy, tau, window)))
+    full = losses.info_nce(hx, hy, tau)
+    # tau scales out: <c hx, hy> / (c tau); a joint permutation of the rows changes nothing
+    assert float(losses.info_nce(2.5 * hx, hy, 2.5 * tau)) == pytest.approx(float(full))
+    perm = torch.randperm(K, generator=torch.Generator().manual_seed(seed))
+    assert float(losses.info_nce(hx[perm], hy[perm], tau)) == pytest.approx(float(full))
+    # a batch axis in front is carried through
+    batch = losses.info_nce(torch.stack([hx, -hx]), torch.stack([hy, hy]), tau)
+    assert batch.shape == (2,) and float(batch[0]) == pytest.approx(float(full))
+
+
+@FAST
+@given(st.integers(1, 7), st.integers(0, 8))
+def test_negative_mask_is_the_cyclic_window(K, n_neg):
+    from companions import losses
+
+    mask = losses.negative_mask(K, n_neg)
+    assert mask.dtype == torch.bool and mask.shape == (K, K)
+    for k in range(K):
+        for j in range(K):
+            assert bool(mask[k, j]) == ((j - k) % K <= n_neg)
+
+
+def test_info_nce_stop_grad_and_bad_arguments():
+    from companions import losses
+
+    hx, hy = _draw(0, 4, 3).requires_grad_(), _draw(1, 4, 3).requires_grad_()
+    losses.info_nce(hx, hy, 0.5, stop_grad=True).backward()
+    assert hy.grad is None and hx.grad.abs().sum() > 0
+    losses.info_nce(hx, hy, 0.5).backward()
+    assert hy.grad.abs().sum() > 0
+    for tau in (0.0, -1.0):
+        with pytest.raises(ValueError, match=f"'tau' = {tau} is not allowed: it must be positive"):
+            losses.info_nce(hx, hy, tau)
+    with pytest.raises(ValueError, match=r"loss 'hinge' is not one of \['exponential'"):
+        losses.pair_contrastive(hx, hy, hy, "hinge")
+
+
+def test_losses_follow_the_device_of_their_inputs():
+    # the meta device stands in for a GPU: a mask made on the CPU could not fill a GPU tensor
+    from companions import losses
+
+    assert losses.negative_mask(3, 1, device="meta").device.type == "meta"
+    hx = torch.randn(4, 3, device="meta")
+    assert losses.info_nce(hx, hx, 0.5, n_neg=1).device.type == "meta"
+
+
+def test_loss_defaults_and_shapes():
+    from companions import losses
+
+    h, hp, hn = _draw(0, 3, 5, 2), _draw(1, 3, 5, 2), _draw(2, 3, 5, 2)
+    assert torch.equal(
+        losses.pair_contrastive(h, hp, hn), losses.pair_contrastive(h, hp, hn, "logistic")
+    )
+    assert losses.pair_contrastive(h, hp, hn).shape == (3,)
+    assert losses.mean_negative_contrastive(h, hp).shape == (3,)
+    assert losses.info_nce(h, hp, 1.0).shape == (3,)
+
+
+# -- scale: the read-only Config ----------------------------------------------------------------
+def test_config_access_and_errors():
+    cfg = S.Config("ch", "smoke", {"n": 3, "sizes": (1, 2), "seed": 0, "device": "cpu"})
+    assert cfg.n == 3 and cfg["sizes"] == (1, 2) and len(cfg) == 4 and list(cfg)[0] == "n"
+    assert repr(cfg) == "Config('ch', scale='smoke', n=3, sizes=(1, 2), seed=0, device='cpu')"
+    assert cfg.params() == {"n": 3, "sizes": [1, 2]}
+    with pytest.raises(AttributeError, match="^missing$"):
+        cfg.missing
+    with pytest.raises(AttributeError, match="^_private$"):
+        cfg._private
+    with pytest.raises(AttributeError, match="read-only"):
+        cfg.n = 4
+
+
+def test_config_copies():
+    # copy probes private names on an object whose _data is not set yet (deepcopy and pickle
+    # fail on the mappingproxy inside, a limitation no chapter meets)
+    import copy
+
+    twin = copy.copy(S.Config("ch", "smoke", {"n": 3}))
+    assert twin.n == 3 and twin.chapter == "ch" and twin.scale == "smoke"
