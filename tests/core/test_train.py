@@ -93,3 +93,23 @@ def test_the_progress_bar_is_shown_unless_disabled(capsys):
     assert "my-run" in capsys.readouterr().err
     T.fit(lambda s: w.sum(), [w], steps=2, desc="my-run", progress=False)
     assert capsys.readouterr().err == ""
+
+
+def test_defaults_are_pinned(capsys):
+    # lr = 1e-2 (one SGD step of a unit gradient), log_every = 10, a bar named "training" that
+    # shows the loss
+    w = _param([0.0])
+    hist = T.fit(lambda s: w.sum(), [w], steps=12, optimizer="sgd")
+    assert w.item() == pytest.approx(-0.12, abs=1e-15)
+    assert hist.steps == [0, 10, 11]
+    err = capsys.readouterr().err
+    assert "training" in err and "loss=" in err
+    w = _param([0.0])
+    T.fit(lambda s: w.sum(), [w], steps=1, lr=0.5, progress=False)
+    assert w.item() == pytest.approx(-0.5, abs=1e-6)  # Adam is the default: lr * sign(g)
+
+
+def test_bar_shows_the_last_loss(capsys):
+    w = _param([0.0])
+    T.fit(lambda s: w.sum() * 0 + 0.123456, [w], steps=3, desc="x", log_every=1)
+    assert "loss=0.123" in capsys.readouterr().err

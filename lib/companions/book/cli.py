@@ -746,6 +746,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="modules relative to lib/companions, e.g. ledger.py (default: every module listed "
         "in companions.book.mutation.TARGETS)",
     )
+    p_mut.add_argument(
+        "--report-only",
+        action="store_true",
+        help="mutate nothing: rescore the last results with tests/mutation/equivalents.txt and "
+        "rewrite the report",
+    )
     p_mut.set_defaults(func=cmd_mutate)
     return parser
 
@@ -753,7 +759,7 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_mutate(args) -> int:
     from companions.book import mutation
 
-    return mutation.run(args.modules)
+    return mutation.run(args.modules, report_only=args.report_only)
 
 
 def cmd_bench(args) -> int:
