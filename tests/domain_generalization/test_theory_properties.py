@@ -1,0 +1,188 @@
+"""Property tests (hypothesis) of companions.domain_generalization.theory: closed forms across
+their domain, symmetries, scalings, and the hypotheses' boundaries."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from companions.domain_generalization import theory as th
+
+FAST = settings(max_examples=30, deadline=None, derandomize=True)
+
+
+@FAST
+@given(st.floats(-30, 30))
+def test_logistic_and_its_derivative(z):
+    x = torch.tensor(z, dtype=torch.float64, requires_grad=True)
+    val = th.logistic(x)
+    assert float(val.detach()) == pytest.approx(math.log1p(math.exp(-z)), rel=1e-12, abs=1e-300)
+    # softplus switches to the identity beyond 20 and is off by up to exp(-20) ~ 2e-9 there
+    # (companions.losses.logistic is exact); far below any of the chapter's tolerances
+    assert float(val - th.logistic(-x)) == pytest.approx(-z, abs=3e-9)
+    (grad,) = torch.autograd.grad(val, x)
+    assert float(th.logistic_derivative(x.detach())) == pytest.approx(float(grad), abs=3e-9)
+    assert float(th.logistic_derivative(x.detach())) == pytest.approx(-1 / (1 + math.exp(z)))
+
+
+@FAST
+@given(
+    st.floats(-2, 2), st.floats(-2, 2), st.floats(0.0, 1.0), st.integers(1, 5), st.integers(1, 5)
+)
+def test_l2_objective_is_the_mean_loss_plus_the_penalty(alpha, beta, lam, r, extra):
+    g = torch.Generator().manual_seed(0)
+    s_r, s_u = torch.randn(50, generator=g, dtype=torch.float64), torch.randn(50, generator=g)
+    d = r + extra
+    expected = float(th.logistic(alpha * s_r + beta * s_u).mean()) + lam / 2 * (
+        r * alpha**2 + extra * beta**2
+    )
+    assert th.l2_objective(alpha, beta, s_r, s_u, lam, r, d) == pytest.approx(expected)
+
+
+@FAST
+@given(
+    st.integers(1, 500).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))),
+    st.floats(0.5, 3),
+)
+def test_wilson_upper_is_its_closed_form(kn, z):
+    k, n = kn
+    p = k / n
+    upper = (p + z * z / (2 * n) + z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))) / (
+        1 + z * z / n
+    )
+    got = th.wilson_upper(k, n, z)
+    assert got == pytest.approx(min(1.0, upper), rel=1e-12)
+    assert p - 1e-12 <= got <= 1.0
+    if k == 0:
+        assert got == pytest.approx(z * z / (n + z * z))
+    if k == n:
+        assert got == pytest.approx(1.0)
+    assert th.wilson_upper(k, n) == pytest.approx(th.wilson_upper(k, n, 1.96))
+    # more data (same proportion) narrows the interval
+    assert th.wilson_upper(4 * k, 4 * n, z) <= got + 1e-12
+
+
+@pytest.mark.parametrize("k, n", [(-1, 5), (6, 5), (0, 0), (1, -3)])
+def test_wilson_upper_rejects_impossible_counts(k, n):
+    with pytest.raises(ValueError, match=f"'k' = {k} is not allowed with n = {n}"):
+        th.wilson_upper(k, n)
+
+
+@FAST
+@given(
+    st.floats(0.1, 3),
+    st.floats(0.1, 3),
+    st.integers(1, 30),
+    st.integers(1, 30),
+    st.floats(0.0, 0.5),
+    st.floats(0.2, 5),
+)
+def test_normal_ood_accuracy_closed_form_scaling_and_sign(alpha, beta, r, extra, gamma, c):
+    d = r + extra
+    acc = th.normal_ood_accuracy(alpha, beta, r, d, gamma)
+    mean = alpha * r / 2 - beta * extra * gamma
+    sd = math.sqrt(alpha**2 * r / 12 + beta**2 * extra * (1 / 3 - gamma**2))
+    assert acc == pytest.approx(0.5 * (1 + math.erf(mean / (sd * math.sqrt(2)))))
+    assert th.normal_ood_accuracy(c * alpha, c * beta, r, d, gamma) == pytest.approx(acc)
+    assert th.normal_ood_accuracy(-alpha, -beta, r, d, gamma) == pytest.approx(1 - acc)
+
+
+@FAST
+@given(st.integers(1, 400), st.floats(0.05, 0.5))
+def test_bounds_of_proposition_6_3_are_their_formulas(r, gamma):
+    assert th.gamma_interval(r) == (pytest.approx(3 / math.sqrt(r)), 0.5)
+    assert th.lambda_floor(r) == pytest.approx(math.sqrt(r) * math.exp(-math.sqrt(r) / 5))
+    assert th.d_floor(r, gamma) == pytest.approx(r / gamma**2 + r)
+    assert th.ood_bound(r) == pytest.approx(math.exp(-r / 10))
+    d = int(th.d_floor(r, gamma)) + 7
+    t = -3 * r / (8 * gamma) + (d - r) * gamma
+    assert th.hoeffding_t(r, d, gamma) == pytest.approx(t)
+    assert th.hoeffding_exponent_as_printed(r, d, gamma) == pytest.approx(2 * t * t / (4 * d))
+    corrected = 2 * t * t / (9 * r / (16 * gamma**2) + 4 * (d - r))
+    assert th.hoeffding_exponent_corrected(r, d, gamma) == pytest.approx(corrected)
+
+
+def test_hypotheses_are_strict_at_their_boundaries():
+    r = 100
+    lo, hi = th.gamma_interval(r)
+    gamma = 0.4
+    d = th.d_floor(r, gamma)
+    lam = th.lambda_floor(r)
+    ok = th.hypotheses(r, math.ceil(d) + 1, gamma, 2 * lam)
+    assert ok == {"gamma": True, "d": True, "lambda": True, "r": True}
+    assert th.hypotheses(r, 10**6, lo, 1.0)["gamma"] is False
+    assert th.hypotheses(r, 10**6, hi, 1.0)["gamma"] is False
+    assert th.hypotheses(r, int(d), gamma, 1.0)["d"] is False  # d_floor(100, 0.4) = 725
+    assert th.hypotheses(r, 10**6, gamma, lam)["lambda"] is False
+    assert th.hypotheses(r, 10**6, gamma, 1.5 * lam, omega_constant=2.0)["lambda"] is False
+    assert th.hypotheses(20, 10**6, 0.49, 1.0)["r"] is True
+    assert th.hypotheses(19, 10**6, 0.49, 1.0)["r"] is False
+
+
+@FAST
+@given(st.floats(0.0, 20.0), st.floats(0.0, 1.0))
+def test_two_d_accuracy_symmetry_and_inverse(t, p):
+    acc = th.two_d_accuracy(t, p)
+    h = 1 - t / 2 if t <= 1 else 1 / (2 * t)
+    assert acc == pytest.approx(p + (1 - p) * h)
+    assert th.two_d_accuracy(-t, 1 - p) == pytest.approx(acc)  # flipping x2 and its alignment
+    assert th.two_d_accuracy(0.0, p) == 1.0
+    if 0 < p < 1 and t > 0.01:
+        back = th.two_d_t_for_accuracy(acc, p)
+        assert back == pytest.approx(t, rel=1e-6)
+
+
+def test_two_d_accuracy_is_continuous_at_one_and_the_inverse_checks_its_range():
+    for p in (0.2, 0.9):
+        assert th.two_d_accuracy(1 - 1e-12, p) == pytest.approx(th.two_d_accuracy(1 + 1e-12, p))
+        with pytest.raises(ValueError, match="'acc'"):
+            th.two_d_t_for_accuracy(p / 2, p)
+    assert th.two_d_t_for_accuracy(1.0, 0.5) == pytest.approx(0.0, abs=1e-9)
+
+
+def _brute_max_id(ood, p, steps=40):
+    """The bound by brute force on a grid of (S, T) in [0, 2]^2 (exact fractions)."""
+    q, best = 1 - p, None
+    for i in range(steps + 1):
+        s = Fraction(2 * i, steps)
+        t = (2 * ood - q * s) / p
+        if 0 <= t <= 2:
+            v = (p * s + q * t) / 2
+            best = v if best is None else max(best, v)
+    return best
+
+
+@FAST
+@given(st.integers(1, 19), st.integers(0, 20))
+def test_two_d_max_id_against_a_grid_and_at_the_symmetric_split(pi, oi):
+    p, ood = Fraction(pi, 20), Fraction(oi, 20)
+    got = th.two_d_max_id_given_ood(ood, p)
+    grid = _brute_max_id(ood, p)
+    assert grid is None or got >= grid
+    assert th.two_d_max_id_given_ood(ood, Fraction(1, 2)) == ood  # ID = OOD at p = 1/2
+    one = th.two_d_max_id_given_ood_one_sided(ood, p)
+    assert 0 <= one <= 1 and 0 <= got <= 1
+    assert th.two_d_max_id_given_ood_one_sided(ood, Fraction(1, 2)) == ood
+
+
+@FAST
+@given(st.integers(0, 10**6), st.integers(1, 5), st.integers(1, 5), st.floats(0.1, 10))
+def test_matrix_norms_scale_as_they_should(seed, a, b, c):
+    m = torch.randn(a, b, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    s = torch.linalg.svdvals(m)
+    assert float(th.nuclear_norm(m)) == pytest.approx(float(s.sum()))
+    assert float(th.nuclear_norm(-c * m)) == pytest.approx(c * float(s.sum()))
+    sr = float(th.stable_rank(m))
+    assert sr == pytest.approx(float((s**2).sum() / s[0] ** 2))
+    assert float(th.stable_rank(c * m)) == pytest.approx(sr)
+    assert 1 - 1e-12 <= sr <= min(a, b) + 1e-12
+    printed = float(th.stable_rank_as_printed(m))
+    assert printed == pytest.approx(sr * float(s[0]))
+    assert float(th.stable_rank_as_printed(c * m)) == pytest.approx(c * printed)
+    batch = torch.stack([m, 2 * m])
+    assert th.nuclear_norm(batch).shape == (2,) and th.stable_rank(batch).shape == (2,)

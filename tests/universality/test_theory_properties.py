@@ -1,0 +1,139 @@
+"""Property tests (hypothesis) of companions.universality.theory: the closed forms' identities,
+symmetries and scalings across their domain, not at a point where a slip vanishes."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from companions.universality import theory as uth
+
+FAST = settings(max_examples=30, deadline=None, derandomize=True)
+POS = st.floats(0.05, 5.0)
+
+
+@FAST
+@given(st.integers(1, 6), st.integers(1, 6), st.integers(1, 5), st.floats(0.0, 3.0))
+def test_beta_spends_the_frobenius_budget(s, extra, T, alpha):
+    r = s + extra
+    beta = uth.beta_of_alpha(alpha, s, r, T)
+    # s alpha + T (r - s) beta = r (the budget ||W||_F^2 = r) unless beta is capped at 1
+    if beta < 1.0:
+        assert s * alpha + T * (r - s) * beta == pytest.approx(r)
+    else:
+        assert s * alpha + T * (r - s) <= r + 1e-12
+    assert uth.beta_of_alpha(1.0, s, r, T) == pytest.approx(min(1.0, 1 / T))
+    assert uth.beta_of_alpha(alpha + 0.5, s, r, T) <= beta
+
+
+@FAST
+@given(POS, POS, POS, POS, POS)
+def test_probe_norm_scalings_and_symmetry(v1, v2, a, b, c):
+    p = uth.probe_norm(v1, v2, a, b)
+    assert p == pytest.approx(math.sqrt(v1 / a + v2 / b))
+    assert uth.probe_norm(v2, v1, b, a) == pytest.approx(p)
+    assert uth.probe_norm(c * v1, c * v2, a, b) == pytest.approx(math.sqrt(c) * p)
+    assert uth.probe_norm(v1, v2, c * a, c * b) == pytest.approx(p / math.sqrt(c))
+
+
+@FAST
+@given(POS, POS, POS, POS, st.integers(1, 5), st.integers(1, 5), st.integers(1, 50), POS)
+def test_rademacher_terms_scale_and_order(v1, v2, a, b, s, extra, m, c):
+    r = s + extra
+    lead = uth.rademacher_leading(v1, v2, a, b, s, r, m)
+    assert lead == pytest.approx(uth.probe_norm(v1, v2, a, b) * math.sqrt((s * a + extra * b) / m))
+    # scale-free in the loadings, 1/sqrt(m) in the sample size
+    assert uth.rademacher_leading(v1, v2, c * a, c * b, s, r, m) == pytest.approx(lead)
+    assert uth.rademacher_leading(v1, v2, a, b, s, r, 4 * m) == pytest.approx(lead / 2)
+    low = uth.rademacher_lower(v1, v2, a, b, s, r, m)
+    mu = m * (s * a + extra * b)
+    expected = uth.probe_norm(v1, v2, a, b) / m * math.sqrt(max(mu - m * max(a, b), 0.0))
+    assert low == pytest.approx(expected) and 0 <= low <= lead + 1e-12
+    assert uth.rademacher_lower(v1, v2, b, a, s, s + 1, m) == pytest.approx(
+        uth.probe_norm(v1, v2, b, a) / m * math.sqrt(max(m * (s * b + a) - m * max(a, b), 0.0))
+    )
+
+
+@FAST
+@given(st.integers(1, 8), st.integers(1, 9), st.floats(0.0, 2.0))
+def test_cr_sqrt_beta_is_capped_and_grows_with_gamma(T, s, gamma):
+    v = uth.cr_sqrt_beta(T, s, gamma)
+    assert v == pytest.approx(min(1.0, math.sqrt(1 / T) + gamma / math.sqrt(s)))
+    assert uth.cr_sqrt_beta(T, s, 0.0) == pytest.approx(math.sqrt(1 / T))
+    assert uth.cr_sqrt_beta(T, s, gamma + 0.1) >= v
+
+
+@FAST
+@given(st.integers(1, 9), st.integers(1, 40), st.integers(1, 200), POS, POS)
+def test_leading_terms_agree_at_one_task_and_scale(T, r, m, u, L):
+    assert uth.leading_term_f8(1, r, m, u, L) == pytest.approx(uth.leading_term_74(r, m, u, L))
+    assert uth.leading_term_74(r, m, u, L) == pytest.approx(4 * L * math.sqrt(r / m) * u)
+    f8 = uth.leading_term_f8(T, r, m, u, L)
+    v = u * u / 2
+    assert f8 == pytest.approx(
+        4 * L * math.sqrt((v + T * v) / m) * math.sqrt(r * (T + 1) / (2 * T))
+    )
+    assert uth.leading_term_f8(T, r, m, u) == pytest.approx(f8 / L)
+    assert uth.leading_term_74(r, m, u) == pytest.approx(4 * math.sqrt(r / m) * u)
+
+
+def _orthonormal(n, seed):
+    g = torch.Generator().manual_seed(seed)
+    return torch.linalg.qr(torch.randn(n, n, generator=g, dtype=torch.float64))[0]
+
+
+@FAST
+@given(st.integers(2, 7), st.integers(0, 10**6))
+def test_loadings_read_back_the_representation(d, seed):
+    g = torch.Generator().manual_seed(seed)
+    a2 = torch.rand(d, generator=g, dtype=torch.float64)
+    M, Q = _orthonormal(d, seed + 1), _orthonormal(d, seed + 2)
+    for W in (
+        uth.representation(a2, M),
+        uth.representation(a2, M, Q),
+        uth.representation(a2, M, k=d),
+    ):
+        assert W.shape == (d, d)
+        assert torch.allclose(uth.loadings(W, M), a2, atol=1e-12)
+    # k rows keep the first k loadings
+    W = uth.representation(a2, M, k=d - 1)
+    assert W.shape == (d - 1, d)
+    assert torch.allclose(uth.loadings(W, M), torch.cat([a2[:-1], a2.new_zeros(1)]), atol=1e-12)
+
+
+@FAST
+@given(
+    st.lists(st.floats(0.0, 3.0), min_size=1, max_size=6),
+    st.one_of(st.none(), st.floats(0.2, 3.0)),
+)
+def test_singular_value_projection_is_feasible_and_closest(values, fro):
+    sv = torch.tensor(values, dtype=torch.float64)
+    x = uth._project_singular_values(sv, fro)
+    assert float(x.min()) >= 0 and float(x.max()) <= 1 + 1e-12
+    if fro is not None:
+        assert float(x.norm()) <= fro + 1e-9
+    clipped = sv.clamp(max=1.0)
+    if fro is None or float(clipped.norm()) <= fro:
+        assert torch.equal(x, clipped)  # already feasible after clipping: nothing more to do
+    else:
+        assert float(x.norm()) == pytest.approx(fro, abs=1e-9)  # the ball is active
+        # no feasible point on random directions from x is closer to sv
+        g = torch.Generator().manual_seed(len(values))
+        for _ in range(20):
+            y = (x + 0.05 * torch.randn(len(values), generator=g, dtype=torch.float64)).clamp(0, 1)
+            if float(y.norm()) <= fro:
+                assert float((y - sv).norm()) >= float((x - sv).norm()) - 1e-9
+    assert torch.allclose(uth._project_singular_values(x, fro), x, atol=1e-9)  # idempotent
+
+
+def test_cr_residual_measures_both_constraints():
+    Ws = torch.diag(torch.tensor([0.5, 0.5], dtype=torch.float64))
+    assert uth.cr_residual(Ws, Ws, 0.1) == 0.0
+    W = Ws + torch.tensor([[0.3, 0.0], [0.0, 0.0]], dtype=torch.float64)
+    assert uth.cr_residual(W, Ws, 0.1) == pytest.approx(0.2)
+    big = torch.diag(torch.tensor([1.5, 0.5], dtype=torch.float64))
+    assert uth.cr_residual(big, big, 0.1) == pytest.approx(0.5)
