@@ -138,7 +138,9 @@ def test_error_messages_name_the_problem(led):
         led.check("a", "T", "guess", True, 0, 0)
     with pytest.raises(ValueError, match="compare kind must be one of .* not 'bound'"):
         led.compare("a", "T", 0, 0, agrees=True, kind="bound")
-    with pytest.raises(ValueError, match="its note must name the scale that would decide it"):
+    with pytest.raises(
+        ValueError, match="inconclusive: its note must name the scale that would decide it$"
+    ):
         led.compare("a", "T", 0, 0, agrees=None, note="  ")
     with pytest.raises(ValueError, match="claim kind 'guess' is not one of"):
         led._add({"id": "z", "kind": "guess"})

@@ -56,9 +56,15 @@ TARGETS: dict[str, list[str]] = {
     "universality/theory.py": ["tests/universality"],
     "universality/training.py": ["tests/universality"],
     "looped/theory.py": ["tests/looped"],
+    "looped/experiments.py": ["tests/looped"],
+    "fourier/training.py": ["tests/fourier"],
+    "emergence/theory.py": ["tests/emergence"],
     "looped/training.py": ["tests/looped"],
     "icl_scale/theory.py": ["tests/icl_scale"],
-    "contrastive/theory.py": ["tests/contrastive/test_contrastive.py"],
+    "contrastive/theory.py": [
+        "tests/contrastive/test_contrastive.py",
+        "tests/contrastive/test_theory_properties.py",
+    ],
 }
 
 #: What mutmut's exit codes mean (mutmut.stats.status_by_exit_code, flattened).
@@ -227,7 +233,8 @@ def write_report(root: Path, results: dict) -> Path:
         "",
         "Written by `python -m companions mutate` (mutmut; see CONTRIBUTING.md). Score = killed /",
         "(mutants - equivalents); *before* is the first run recorded for the module, *after* the",
-        "last. Equivalent mutants, with their reasons, are read from `equivalents.txt`.",
+        "last, both scored with the equivalents listed now in `equivalents.txt` (their reasons",
+        "are below, with each mutant's diff). A timeout counts as killed.",
         "",
         "| module | tests | mutants | killed | equivalent | surviving | before % | after % "
         "| last run |",
