@@ -137,3 +137,109 @@ def test_cr_residual_measures_both_constraints():
     assert uth.cr_residual(W, Ws, 0.1) == pytest.approx(0.2)
     big = torch.diag(torch.tensor([1.5, 0.5], dtype=torch.float64))
     assert uth.cr_residual(big, big, 0.1) == pytest.approx(0.5)
+
+
+def test_representation_is_q_a_m_transpose_in_the_loadings_dtype():
+    d = 4
+    a2 = torch.tensor([0.25, 1.0, 0.5, 0.0], dtype=torch.float64)
+    M, Q = _orthonormal(d, 1), _orthonormal(d, 2)
+    A = torch.diag(a2.sqrt())
+    assert torch.allclose(uth.representation(a2, M), A @ M.T, atol=1e-15)
+    assert torch.allclose(uth.representation(a2, M, Q), Q @ A @ M.T, atol=1e-15)
+    Q2 = _orthonormal(2, 3)
+    assert torch.allclose(uth.representation(a2, M, Q2, k=2), Q2 @ A[:2] @ M.T, atol=1e-15)
+    # float32 dictionaries and rotations are taken in the loadings' float64
+    W = uth.representation(a2, M.float(), Q.float())
+    assert W.dtype == torch.float64
+    assert uth.loadings(W.float(), M).dtype == torch.float64
+
+
+def _mixture_reference(alphas, s, r, T, samples, seed):
+    g = torch.Generator().manual_seed(seed)
+    Z = (torch.randn(samples, s, generator=g, dtype=torch.float64) ** 2).sum(-1)
+    Z1 = (torch.randn(samples, r - s, generator=g, dtype=torch.float64) ** 2).sum(-1)
+    ell = lambda t: torch.logaddexp(torch.zeros_like(t), -t)  # noqa: E731
+    vals = torch.stack([ell(a * Z + uth.beta_of_alpha(a, s, r, T) * Z1) for a in alphas])
+    ref = ell(Z + uth.beta_of_alpha(1.0, s, r, T) * Z1)
+    return vals.mean(-1), (vals - ref).std(-1) / math.sqrt(samples)
+
+
+def test_mixture_objective_is_its_monte_carlo_definition():
+    alphas = [0.5, 1.0, 1.5]
+    f, se = uth.mixture_objective(alphas, 2, 5, 3, 400, torch.Generator().manual_seed(4))
+    f_ref, se_ref = _mixture_reference(alphas, 2, 5, 3, 400, 4)
+    assert f.dtype == se.dtype == torch.float64 and f.shape == se.shape == (3,)
+    assert torch.allclose(f, f_ref, atol=1e-14) and torch.allclose(se, se_ref, atol=1e-14)
+    assert float(se[1]) == 0.0  # f(1) - f(1) has no spread
+
+
+def test_rademacher_mc_is_its_monte_carlo_definition():
+    alpha, beta, v1, v2, s, r, m, draws = 0.8, 0.3, 0.5, 0.7, 2, 5, 6, 300
+    mean, se = uth.rademacher_mc(
+        alpha, beta, v1, v2, s, r, m, draws, torch.Generator().manual_seed(5)
+    )
+    g = torch.Generator().manual_seed(5)
+    Zs = torch.randn(draws, m, r, generator=g, dtype=torch.float64).sum(1)
+    scale = torch.tensor([math.sqrt(alpha)] * s + [math.sqrt(beta)] * (r - s), dtype=torch.float64)
+    vals = uth.probe_norm(v1, v2, alpha, beta) / m * (Zs * scale).norm(dim=-1)
+    # (the library builds the scale in float32 before casting: 1e-8 relative, far below the SE)
+    assert mean == pytest.approx(float(vals.mean()), rel=1e-6)
+    assert se == pytest.approx(float(vals.std()) / math.sqrt(draws), rel=1e-6)
+
+
+def test_project_cr_is_the_projection_onto_the_intersection():
+    # with W* = 0 the set is {||W||_F <= gamma, ||W|| <= 1}: the projection acts on the singular
+    # values, so it is project_representation with fro = gamma (Dykstra must find the closest
+    # point, not just a feasible one)
+    g = torch.Generator().manual_seed(9)
+    W = 1.5 * torch.randn(4, 3, generator=g, dtype=torch.float64)
+    Ws = torch.zeros_like(W)
+    for gamma in (0.5, 1.3, 2.0):
+        got = uth.project_cr(W, Ws, gamma, tol=1e-12, max_iters=20000)
+        assert torch.allclose(got, uth.project_representation(W, gamma), atol=1e-6)
+    # a Frobenius cap of its own (a large ball around W*)
+    got = uth.project_cr(W, Ws, 100.0, fro=1.2, tol=1e-12, max_iters=20000)
+    assert torch.allclose(got, uth.project_representation(W, 1.2), atol=1e-6)
+    # a point already inside is left where it is
+    inside = 0.1 * W / float(torch.linalg.matrix_norm(W, ord=2))
+    assert torch.allclose(uth.project_cr(inside, Ws, 1.0), inside, atol=1e-15)
+    # the default tolerance is tight
+    Wt = torch.randn(4, 3, generator=g, dtype=torch.float64)
+    Wt = 0.8 * Wt / float(torch.linalg.matrix_norm(Wt, ord=2))  # the set is not empty
+    assert uth.cr_residual(uth.project_cr(W, Wt, 0.5), Wt, 0.5) < 1e-5
+
+
+def test_project_cr_stops_at_max_iters(monkeypatch):
+    calls = []
+    real = uth.project_representation
+
+    def counting(Z, fro):
+        calls.append(1)
+        return real(Z, fro)
+
+    monkeypatch.setattr(uth, "project_representation", counting)
+    W = torch.eye(2, dtype=torch.float64) * 3
+    uth.project_cr(W, torch.zeros_like(W), 0.5, tol=-1.0)  # never converges: the cap decides
+    assert len(calls) == 2000
+    calls.clear()
+    uth.project_cr(W, torch.zeros_like(W), 0.5, tol=-1.0, max_iters=7)
+    assert len(calls) == 7
+
+
+def test_singular_value_projection_edges():
+    sv = torch.tensor([2.0, 1.0, 0.5], dtype=torch.float64)
+    # fro = 2: the values clipped at 1 have norm^2 = 2.25 <= 4, nothing more to do
+    assert torch.equal(
+        uth._project_singular_values(sv, 2.0), torch.tensor([1.0, 1.0, 0.5]).double()
+    )
+    # on the boundary of the ball: kept
+    on = torch.tensor([0.6, 0.8], dtype=torch.float64)
+    assert torch.equal(uth._project_singular_values(on, 1.0), on)
+    x = uth._project_singular_values(torch.tensor([3.0, 3.0, 3.0], dtype=torch.float64), 1.5)
+    assert torch.allclose(x, torch.full((3,), 1.5 / math.sqrt(3), dtype=torch.float64))
+    x = uth._project_singular_values(torch.tensor([5.0, 1.0, 1.0], dtype=torch.float64), 1.5)
+    assert float(x[0]) == 1.0 and float(x.norm()) == pytest.approx(1.5)
+    with pytest.raises(
+        ValueError, match="no projection onto the ball of radius 0.0: it must exceed 0"
+    ):
+        uth._project_singular_values(torch.tensor([1.0, 1.0], dtype=torch.float64), 0.0)
