@@ -186,3 +186,104 @@ def test_matrix_norms_scale_as_they_should(seed, a, b, c):
     assert float(th.stable_rank_as_printed(c * m)) == pytest.approx(c * printed)
     batch = torch.stack([m, 2 * m])
     assert th.nuclear_norm(batch).shape == (2,) and th.stable_rank(batch).shape == (2,)
+
+
+def _grid_max_id(ood, p, steps=40):
+    """max ID on {OOD = ood} over the segment, parametrised by S and by T (exact fractions): the
+    two grids hold both ends of the segment, where the maximum of a linear function lies."""
+    q, vals = 1 - p, []
+    for i in range(steps + 1):
+        side = Fraction(2 * i, steps)
+        t = (2 * ood - q * side) / p
+        if 0 <= t <= 2:
+            vals.append((p * side + q * t) / 2)
+        s = (2 * ood - p * side) / q
+        if 0 <= s <= 2:
+            vals.append((p * s + q * side) / 2)
+    return max(vals) if vals else None
+
+
+@FAST
+@given(st.integers(1, 19), st.integers(0, 20))
+def test_two_d_max_id_is_the_best_end_of_the_segment(pi, oi):
+    p, ood = Fraction(pi, 20), Fraction(oi, 20)
+    assert th.two_d_max_id_given_ood(ood, p) == _grid_max_id(ood, p)
+
+
+def _grid_one_sided(ood, p, steps=20):
+    q = 1 - p
+    w_id, w_ood = (p / 2, q / 2, Fraction(1, 2)), (q / 2, p / 2, Fraction(1, 2))
+    best = None
+    for free in range(3):
+        i, j = [k for k in range(3) if k != free]
+        for a in range(steps + 1):
+            for b in range(steps + 1):
+                x = [Fraction(0)] * 3
+                x[i], x[j] = Fraction(a, steps), Fraction(b, steps)
+                x[free] = (ood - w_ood[i] * x[i] - w_ood[j] * x[j]) / w_ood[free]
+                if 0 <= x[free] <= 1:
+                    v = sum(w * y for w, y in zip(w_id, x))
+                    best = v if best is None else max(best, v)
+    return best
+
+
+@settings(max_examples=12, deadline=None, derandomize=True)
+@given(st.integers(1, 9), st.integers(0, 10))
+def test_two_d_one_sided_bound_is_the_best_feasible_point(pi, oi):
+    p, ood = Fraction(pi, 10), Fraction(oi, 10)
+    assert th.two_d_max_id_given_ood_one_sided(ood, p) == _grid_one_sided(ood, p)
+
+
+def test_two_d_bounds_refuse_an_unreachable_accuracy():
+    for f in (th.two_d_max_id_given_ood, th.two_d_max_id_given_ood_one_sided):
+        with pytest.raises(ValueError, match="'ood' = .* no classifier has this OOD accuracy"):
+            f(Fraction(3, 2), Fraction(1, 3))
+    with pytest.raises(ValueError, match="'acc' = 0.1 is not allowed: not reached for t >= 0"):
+        th.two_d_t_for_accuracy(0.1, 0.8)
+    # both ends of the range are reached
+    far = th.two_d_accuracy(1e6, 0.3)
+    assert th.two_d_t_for_accuracy(far, 0.3) == pytest.approx(1e6, rel=1e-9)
+
+
+@pytest.mark.parametrize("lam", [0.002, 0.02, 0.1])
+def test_l1_alpha_solves_its_equation(lam):
+    g = torch.Generator().manual_seed(0)
+    r = 5
+    s_r = torch.rand(4000, r, generator=g, dtype=torch.float64).sum(-1)
+    alpha = th._l1_alpha(s_r, lam, r, 1e-12)
+    lhs = float((torch.sigmoid(-alpha * s_r) * s_r).mean())
+    assert alpha > 0 and lhs == pytest.approx(lam * r, rel=1e-8)
+
+
+def test_l1_alpha_is_zero_when_the_penalty_outweighs_every_feature():
+    s_r = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)  # E[S_R] / 2 = 1 = lam r at lam = 1/2
+    assert th._l1_alpha(s_r, 0.5, 2, 1e-12) == 0.0
+    assert th._l1_alpha(s_r, 0.6, 2, 1e-12) == 0.0
+    assert th._l1_alpha(s_r, 0.4, 2, 1e-12) > 0
+
+
+def _sup_lambda(r, d, grid):
+    c = math.log1p(math.exp(-d / math.sqrt(r)))
+    ts = torch.tensor(grid, dtype=torch.float64)
+    g = torch.exp(r * torch.log(-torch.expm1(-ts) / ts))
+    return max(0.0, float((2 * (c - g) / (r * ts**2)).max()))
+
+
+@pytest.mark.parametrize("r, d", [(4, 2), (9, 4), (16, 30)])
+def test_lemma_6_1_counterexample_lambda_is_the_supremum(r, d):
+    fine = [10 ** (-2 + 7 * i / 200000) for i in range(200001)]
+    exact = _sup_lambda(r, d, fine)
+    got = th.lemma_6_1_counterexample_lambda(r, d)
+    assert exact > 0 and got == pytest.approx(exact, rel=1e-6) and got <= exact
+
+
+def test_solve_full_l2_takes_float32_draws_in_float64():
+    g = torch.Generator().manual_seed(1)
+    z = torch.rand(300, 4, generator=g) * 2 - 0.5
+    w32 = th.solve_full_l2(z, 0.1)
+    w64 = th.solve_full_l2(z.double(), 0.1)
+    assert w32.dtype == torch.float64 and torch.equal(w32, w64)
+    # the optimum: the gradient of mean l(z w) + lam/2 |w|^2 vanishes
+    m = z.double() @ w64
+    grad = -(z.double() * torch.sigmoid(-m)[:, None]).mean(0) + 0.1 * w64
+    assert float(grad.abs().max()) < 1e-10
