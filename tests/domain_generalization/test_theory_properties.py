@@ -287,3 +287,47 @@ def test_solve_full_l2_takes_float32_draws_in_float64():
     m = z.double() @ w64
     grad = -(z.double() * torch.sigmoid(-m)[:, None]).mean(0) + 0.1 * w64
     assert float(grad.abs().max()) < 1e-10
+
+
+def _sums(seed=0, n=5000, r=8, d=40, gamma=0.45):
+    from companions.domain_generalization import data
+
+    return data.sample_sums(n, r, d, gamma, torch.Generator().manual_seed(seed))
+
+
+def test_solve_l1_records_the_kkt_slack_and_its_standard_error():
+    s_r, s_u = _sums()
+    for lam in (0.3, 0.01, 1e-4):
+        opt = th.solve_l1(s_r, s_u, lam, 8, 40, 0.45)
+        a = th._l1_alpha(s_r.double(), lam, 8, 1e-12)
+        neg = torch.sigmoid(-a * s_r.double())
+        assert opt.kkt_slack == pytest.approx(lam - 0.45 * float(neg.mean()), rel=1e-12)
+        assert opt.kkt_slack_se == pytest.approx(0.45 * float(neg.std()) / math.sqrt(len(neg)))
+        assert (opt.beta == 0.0) == (opt.kkt_slack >= 0)
+        if opt.beta == 0.0:
+            assert opt.alpha == a
+    with pytest.raises(ValueError, match="'lam' = 0 is not allowed: expected a real number > 0"):
+        th.solve_l1(s_r, s_u, 0, 8, 40, 0.45)
+
+
+def test_solve_l1_with_beta_solves_both_stationarity_equations():
+    s_r, s_u = _sums(seed=1)
+    opt = th.solve_l1(s_r, s_u, 1e-4, 8, 40, 0.45)
+    assert opt.beta > 0 and opt.kkt_slack < 0
+    neg = torch.sigmoid(-(opt.alpha * s_r + opt.beta * s_u))
+    assert float((neg * s_r).mean()) == pytest.approx(1e-4 * 8, abs=1e-9)
+    assert float((neg * s_u).mean()) == pytest.approx(1e-4 * 32, abs=1e-9)
+
+
+def test_newton_counts_its_iterations_and_converges_quadratically():
+    s_r, s_u = _sums(seed=2, d=12, r=3, gamma=0.3)
+    opt = th.solve_l2(s_r, s_u, 0.05, 3, 12)
+    assert 1 <= opt.iterations <= 8 and opt.gradient_norm < 1e-12
+    # already converged at the start: no step taken
+    assert th.solve_l2(s_r, s_u, 0.05, 3, 12, tol=1e9).iterations == 0
+    # never converged: every allowed step is taken, the last gradient reported
+    capped = th.solve_l2(s_r, s_u, 0.05, 3, 12, tol=0.0, max_iter=3)
+    assert capped.iterations == 3 and 0 < capped.gradient_norm < 1
+    assert th.solve_l2(s_r, s_u, 0.05, 3, 12, max_iter=0).gradient_norm == math.inf
+    one = th.solve_l2(s_r, s_u, 0.05, 3, 12, tol=0.0, max_iter=1)
+    assert one.iterations == 1 and (one.alpha, one.beta) != (0.0, 0.0)
