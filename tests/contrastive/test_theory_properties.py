@@ -83,3 +83,74 @@ def test_growth_rate_closed_form(kappa, eta, lam, n_neg, c_tau):
     # vectorised over features
     many = ct.growth_rate([kappa, 2 * kappa], eta, lam, n_neg, c_tau)
     assert many.shape == (2,) and many.dtype == torch.float64
+
+
+@FAST
+@given(st.floats(0.0, 2.0), st.integers(1, 64), st.integers(2, 500), st.floats(0.0, 0.5))
+def test_survival_threshold_includes_weight_decay(kappa, n_neg, d, lam):
+    lhs, threshold = ct.survives_bias_growth(kappa, n_neg, d, lam, c_tau=1.5)
+    assert float(lhs) == pytest.approx(1.5 * (1 - 1 / (1 + n_neg)) * kappa)
+    assert threshold == pytest.approx(1 / d + lam)  # weight decay raises the threshold
+    lhs1, _ = ct.survives_bias_growth(kappa, n_neg, d, lam)
+    assert float(lhs1) == pytest.approx(float(lhs) / 1.5)
+
+
+def test_survival_threshold_rejects_negative_weight_decay():
+    with pytest.raises(ValueError, match="'lam' = -0.1 is not allowed: expected lam >= 0"):
+        ct.survives_bias_growth(1.0, 4, 10, -0.1)
+    assert ct.survives_bias_growth(1.0, 4, 10, 0.0)[1] == pytest.approx(0.1)
+
+
+@FAST
+@given(
+    st.floats(0.5, 2.0),
+    st.floats(0.01, 0.2),
+    st.floats(0.0, 0.5),
+    st.integers(1, 16),
+    st.integers(10, 10**4),
+    st.floats(0.1, 3.0),
+)
+def test_stage2_time_is_the_log_ratio_over_the_log_rate(kappa, eta, lam, n_neg, d, c_b):
+    g = float(ct.growth_rate(kappa, eta, lam, n_neg))
+    if g <= 1:
+        return
+    expected = math.log(math.sqrt(d) / (c_b * math.sqrt(2 * math.log(d) / d))) / math.log(g)
+    assert float(ct.stage2_time(kappa, eta, lam, n_neg, d, c_b)) == pytest.approx(expected)
+    assert float(ct.stage2_time(kappa, eta, lam, n_neg, d, c_b, c_tau=2.0)) < expected
+
+
+@FAST
+@given(st.integers(3, 10**5), RHO, GAMMA, st.floats(0.01, 1.0))
+def test_papers_expressions_and_the_exact_count(d, rho, gamma, eta):
+    assert ct.paper_lucky_exponent(rho, gamma) == pytest.approx((1 + gamma) / rho**2)
+    assert ct.n_i_exact(d, rho, gamma) == pytest.approx(d * ct.prob_ordinary(d, rho, gamma))
+    b = ct.paper_prob_B(d, rho, gamma)
+    a = (1 - gamma) * rho**2
+    p2 = d ** (-a) / math.sqrt(math.log(d))
+    assert b["paper"] == 1.0
+    assert b["exp(-d^(1-a))"] == pytest.approx(math.exp(-(d ** (1 - a))))
+    assert b["(1-p2_paper)^(d-1)"] == pytest.approx((1 - p2) ** (d - 1))
+    exact = ct.prob_ordinary(d, rho, gamma)
+    assert b["(1-p2_exact)^(d-1)"] == pytest.approx((1 - exact) ** (d - 1))
+    ll = math.log(math.log(d)) if d > 15 else None
+    if ll and ll > 0:
+        t1 = ct.t1_papers(d, 3 * d, eta)
+        assert t1["000 (40)"] == pytest.approx(d * math.log(d) / (eta * ll))
+        assert t1["001 (33)"] == pytest.approx(3 * t1["000 (40)"])
+
+
+def test_lucky_monte_carlo_against_the_exact_tails():
+    g = torch.Generator().manual_seed(0)
+    d, rho, gamma, draws = 6, 0.9, 0.1, 40_000
+    mc = ct.prob_lucky_mc(d, rho, gamma, draws, g)
+    first = ct.prob_lucky_first(d, rho, gamma)  # the first condition alone: an upper bound
+    assert 0 < mc <= first + 4 * math.sqrt(first / draws)
+    # both conditions, by a direct draw of the same kind
+    t1, t2 = ct.c1(rho, gamma) * math.log(d) / d, ct.c2(rho, gamma) * math.log(d) / d
+    x = torch.randn(draws, d, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    u2 = x**2 / (x**2).sum(-1, keepdim=True)
+    direct = float(((u2[:, 0] >= t1) & (u2[:, 1:].max(-1).values <= t2)).double().mean())
+    se = math.sqrt(direct * (1 - direct) / draws)
+    assert abs(mc - direct) < 5 * math.sqrt(2) * se + 1e-12
+    # impossible first condition: exactly 0
+    assert ct.prob_lucky_mc(3, 0.1, 0.5, 100, g) == 0.0

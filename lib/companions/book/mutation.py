@@ -63,6 +63,7 @@ TARGETS: dict[str, list[str]] = {
     "icl_scale/theory.py": ["tests/icl_scale"],
     "contrastive/theory.py": [
         "tests/contrastive/test_contrastive.py",
+        "tests/contrastive/test_pruning.py",
         "tests/contrastive/test_theory_properties.py",
     ],
 }
