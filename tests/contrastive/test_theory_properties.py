@@ -154,3 +154,50 @@ def test_lucky_monte_carlo_against_the_exact_tails():
     assert abs(mc - direct) < 5 * math.sqrt(2) * se + 1e-12
     # impossible first condition: exactly 0
     assert ct.prob_lucky_mc(3, 0.1, 0.5, 100, g) == 0.0
+
+
+# -- T1 with weight decay: the noise coordinates shrink by (1 - eta lam) per step --------------
+KAPPAS = [0.9, 0.6, 0.3, 0.1]
+
+
+@pytest.mark.parametrize("lam", [0.0, 0.05, 0.2])
+def test_predicted_t1_solves_its_equation_with_weight_decay(lam):
+    eta, n_neg, d1 = 0.05, 15, 300
+    t = ct.predicted_t1(KAPPAS, d1, eta, lam, n_neg, c_tau=1.3)
+    g = ct.growth_rate(KAPPAS, eta, lam, n_neg, 1.3) / (1 - eta * lam)
+    assert float((g ** (2 * t)).sum()) == pytest.approx(d1 - len(KAPPAS), rel=1e-9)
+    # weight decay shrinks the noise as fast as the features: the ratio g / r is what grows
+    if lam > 0:
+        t0 = ct.predicted_t1(KAPPAS, d1, eta, 0.0, n_neg, c_tau=1.3)
+        assert t != pytest.approx(t0, rel=1e-3)
+
+
+def test_predicted_t1_is_infinite_without_growth():
+    assert ct.predicted_t1([0.0, 0.0], 100, 0.1, 0.1, 3) == math.inf
+
+
+def _t1_mc_reference(kappas, d1, m, eta, lam, n_neg, c_tau, runs, seed):
+    g = torch.Generator().manual_seed(seed)
+    lg = torch.log(ct.growth_rate(kappas, eta, lam, n_neg, c_tau) / (1 - eta * lam))
+    d = len(kappas)
+    a2 = torch.randn(runs, m, d, generator=g, dtype=torch.float64) ** 2
+    n2 = (torch.randn(runs, m, d1 - d, generator=g, dtype=torch.float64) ** 2).sum(-1)
+    done = []
+    for r in range(runs):
+        t = 0
+        while True:
+            fe = (a2[r] * torch.exp(2 * t * lg)).sum(-1)
+            if float((fe / (fe + n2[r])).mean()) >= 0.5:
+                break
+            t += 1
+        done.append(float(t))
+    done = torch.tensor(done, dtype=torch.float64)
+    return float(done.mean()), float(done.std())
+
+
+@pytest.mark.parametrize("lam", [0.0, 0.1])
+def test_predicted_t1_mc_follows_its_definition(lam):
+    args = (KAPPAS, 40, 6, 0.05, lam, 7, 1.2)
+    got = ct.predicted_t1_mc(*args, runs=25, generator=torch.Generator().manual_seed(3))
+    ref = _t1_mc_reference(*args, runs=25, seed=3)
+    assert got == pytest.approx(ref, rel=1e-12)
