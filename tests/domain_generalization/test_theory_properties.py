@@ -118,6 +118,8 @@ def test_hypotheses_are_strict_at_their_boundaries():
     assert th.hypotheses(r, 10**6, lo, 1.0)["gamma"] is False
     assert th.hypotheses(r, 10**6, hi, 1.0)["gamma"] is False
     assert th.hypotheses(r, int(d), gamma, 1.0)["d"] is False  # d_floor(100, 0.4) = 725
+    assert th.hypotheses(r, 500, 0.5, 1.0)["d"] is False  # d = d_floor(100, 1/2) = 500 exactly
+    assert th.hypotheses(r, 501, 0.5, 1.0)["d"] is True
     assert th.hypotheses(r, 10**6, gamma, lam)["lambda"] is False
     assert th.hypotheses(r, 10**6, gamma, 1.5 * lam, omega_constant=2.0)["lambda"] is False
     assert th.hypotheses(20, 10**6, 0.49, 1.0)["r"] is True
@@ -186,6 +188,10 @@ def test_matrix_norms_scale_as_they_should(seed, a, b, c):
     assert float(th.stable_rank_as_printed(c * m)) == pytest.approx(c * printed)
     batch = torch.stack([m, 2 * m])
     assert th.nuclear_norm(batch).shape == (2,) and th.stable_rank(batch).shape == (2,)
+    assert torch.allclose(th.stable_rank(batch), torch.tensor([sr, sr], dtype=torch.float64))
+    assert torch.allclose(
+        th.stable_rank_as_printed(batch), torch.tensor([printed, 2 * printed], dtype=torch.float64)
+    )
 
 
 def _grid_max_id(ood, p, steps=40):
