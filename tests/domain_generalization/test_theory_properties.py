@@ -337,3 +337,40 @@ def test_newton_counts_its_iterations_and_converges_quadratically():
     assert th.solve_l2(s_r, s_u, 0.05, 3, 12, max_iter=0).gradient_norm == math.inf
     one = th.solve_l2(s_r, s_u, 0.05, 3, 12, tol=0.0, max_iter=1)
     assert one.iterations == 1 and (one.alpha, one.beta) != (0.0, 0.0)
+
+
+# A problem on which Newton's full step overshoots (found by a search: at the sixth step the
+# objective would rise from 0.18 to 1.0), so the backtracking line search is exercised.
+_OVERSHOOT = torch.tensor(
+    [
+        [-0.14512444378164036, 0.7468515304786014],
+        [14.522979529644802, -28.019988964442845],
+        [3.5246670514059715, 46.28346795404422],
+        [6.489993374133356, -7.095725427604152],
+    ],
+    dtype=torch.float64,
+)
+_OVERSHOOT_LAM = 0.00012491561917396307
+
+
+def _objective(x):
+    return float(th.logistic(_OVERSHOOT @ x).mean()) + _OVERSHOOT_LAM / 2 * float((x**2).sum())
+
+
+def test_newton_backtracks_where_the_full_step_overshoots():
+    opt = th.solve_l2(_OVERSHOOT[:, 0], _OVERSHOOT[:, 1], _OVERSHOOT_LAM, 1, 2)
+    x = torch.tensor([opt.alpha, opt.beta], dtype=torch.float64)
+    m = _OVERSHOOT @ x
+    grad = -(_OVERSHOOT * torch.sigmoid(-m)[:, None]).mean(0) + _OVERSHOOT_LAM * x
+    assert opt.gradient_norm < 1e-12 and float(grad.abs().max()) < 1e-10
+    assert opt.iterations < 100
+    # the same optimum without the reduction (its own line search), and a true minimum
+    w = th.solve_full_l2(_OVERSHOOT, _OVERSHOOT_LAM)
+    assert torch.allclose(w, x, rtol=1e-8, atol=1e-10)
+    g = torch.Generator().manual_seed(0)
+    for _ in range(20):
+        near = x + 0.01 * torch.randn(2, generator=g, dtype=torch.float64)
+        assert _objective(near) >= _objective(x)
+    assert th.l2_objective(
+        opt.alpha, opt.beta, _OVERSHOOT[:, 0], _OVERSHOOT[:, 1], _OVERSHOOT_LAM, 1, 2
+    ) == pytest.approx(_objective(x))
