@@ -374,3 +374,14 @@ def test_newton_backtracks_where_the_full_step_overshoots():
     assert th.l2_objective(
         opt.alpha, opt.beta, _OVERSHOOT[:, 0], _OVERSHOOT[:, 1], _OVERSHOOT_LAM, 1, 2
     ) == pytest.approx(_objective(x))
+
+
+def test_solvers_take_float32_sums_in_float64():
+    s_r, s_u = _sums(seed=3)
+    for lam in (0.01, 1e-4):
+        a = th.solve_l1(s_r.float(), s_u.float(), lam, 8, 40, 0.45)
+        b = th.solve_l1(s_r.float().double(), s_u.float().double(), lam, 8, 40, 0.45)
+        assert (a.alpha, a.beta, a.kkt_slack) == (b.alpha, b.beta, b.kkt_slack)
+    a = th.solve_l2(s_r.float(), s_u.float(), 0.05, 8, 40)
+    b = th.solve_l2(s_r.float().double(), s_u.float().double(), 0.05, 8, 40)
+    assert (a.alpha, a.beta) == (b.alpha, b.beta)
