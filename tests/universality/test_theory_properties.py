@@ -243,3 +243,23 @@ def test_singular_value_projection_edges():
         ValueError, match="no projection onto the ball of radius 0.0: it must exceed 0"
     ):
         uth._project_singular_values(torch.tensor([1.0, 1.0], dtype=torch.float64), 0.0)
+
+
+def test_singular_value_projection_with_many_values_clipped():
+    # fro = 2.5: five values clipped at 1, the other three scaled by the same factor, onto the ball
+    sv = torch.tensor([10.0] * 5 + [1.2] * 3, dtype=torch.float64)
+    x = uth._project_singular_values(sv, 2.5)
+    scale = math.sqrt(3 * 1.2**2 / (2.5**2 - 5))
+    assert torch.allclose(x, torch.tensor([1.0] * 5 + [1.2 / scale] * 3, dtype=torch.float64))
+    assert float(x.norm()) == pytest.approx(2.5)
+    # fro = 3: eight clipped (more than 2 fro = 6 of them)
+    sv = torch.tensor([5.0] * 8 + [2.0] * 3, dtype=torch.float64)
+    x = uth._project_singular_values(sv, 3.0)
+    assert torch.allclose(x[:8], torch.ones(8, dtype=torch.float64))
+    assert float(x.norm()) == pytest.approx(3.0)
+
+
+def test_singular_value_projection_checks_the_ball_with_squares():
+    sv = torch.tensor([0.8, 0.8, 0.8], dtype=torch.float64)  # sum x^2 = 1.92 > 1.69 >= sum x^3
+    x = uth._project_singular_values(sv, 1.3)
+    assert float(x.norm()) == pytest.approx(1.3)
