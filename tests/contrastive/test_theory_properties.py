@@ -201,3 +201,47 @@ def test_predicted_t1_mc_follows_its_definition(lam):
     got = ct.predicted_t1_mc(*args, runs=25, generator=torch.Generator().manual_seed(3))
     ref = _t1_mc_reference(*args, runs=25, seed=3)
     assert got == pytest.approx(ref, rel=1e-12)
+
+
+def test_stage1_recursion_matches_the_growth_and_noise_rates():
+    import sympy as sp
+
+    w_new, (al, be, et, la, c, B, kp) = ct.stage1_recursion_symbolic()
+    assert sp.simplify(w_new[0] - al * (1 - et * la + et * c * (1 - 1 / B) * kp)) == 0
+    assert sp.simplify(w_new[1] - be * (1 - et * la)) == 0
+    assert all(s.is_positive for s in (al, be, et, la, c, B, kp))
+    assert [str(s) for s in (al, be, et, la, c, B, kp)] == [
+        "alpha",
+        "beta",
+        "eta",
+        "lambda",
+        "c",
+        "B",
+        "kappa",
+    ]
+    # the numeric rates are these factors
+    vals = {et: 0.1, la: 0.2, c: 1.5, B: 4, kp: 0.7}
+    assert float(w_new[0].subs(vals).subs(al, 1)) == pytest.approx(
+        float(ct.growth_rate(0.7, 0.1, 0.2, 3, 1.5))
+    )
+    assert float(w_new[1].subs(vals).subs(be, 1)) == pytest.approx(ct.noise_rate(0.1, 0.2))
+
+
+def _lucky_reference(d, rho, gamma, draws, seed):
+    t1, t2 = ct.c1(rho, gamma) * math.log(d) / d, ct.c2(rho, gamma) * math.log(d) / d
+    g = torch.randn(draws, d, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    u2 = g**2 / (g**2).sum(-1, keepdim=True)
+    others = u2[:, 1:].max(-1).values
+    return int(((u2[:, 0] >= t1) & (others <= t2)).sum()) / draws
+
+
+@pytest.mark.parametrize(
+    "d, rho, gamma", [(6, 0.9, 0.1), (12, 1.0, 0.0), (4, 0.8, 0.3), (2, 1.0, 0.0)]
+)
+def test_lucky_monte_carlo_is_its_definition(d, rho, gamma):
+    got = ct.prob_lucky_mc(d, rho, gamma, 900, torch.Generator().manual_seed(2))
+    assert got == _lucky_reference(d, rho, gamma, 900, 2)
+    if ct.c1(rho, gamma) * math.log(d) / d >= 1:
+        assert got == 0.0  # the first condition cannot hold
+    else:
+        assert got > 0
