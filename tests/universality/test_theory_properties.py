@@ -263,3 +263,21 @@ def test_singular_value_projection_checks_the_ball_with_squares():
     sv = torch.tensor([0.8, 0.8, 0.8], dtype=torch.float64)  # sum x^2 = 1.92 > 1.69 >= sum x^3
     x = uth._project_singular_values(sv, 1.3)
     assert float(x.norm()) == pytest.approx(1.3)
+
+
+def test_project_cr_default_tolerance_is_pinned(monkeypatch):
+    calls = []
+    real = uth.project_representation
+    monkeypatch.setattr(
+        uth, "project_representation", lambda Z, fro: calls.append(1) or real(Z, fro)
+    )
+    g = torch.Generator().manual_seed(0)
+    W = 3 * torch.randn(5, 4, generator=g, dtype=torch.float64)
+    Ws = torch.randn(5, 4, generator=g, dtype=torch.float64)
+    Ws = 0.9 * Ws / float(torch.linalg.matrix_norm(Ws, ord=2))
+    counts = []  # both constraints active: Dykstra needs about a hundred rounds to 1e-6
+    for kwargs in ({}, {"tol": 1e-6}, {"tol": 1.000001}):
+        calls.clear()
+        uth.project_cr(W, Ws, 1.0, **kwargs)
+        counts.append(len(calls))
+    assert counts[0] == counts[1] > counts[2]

@@ -246,7 +246,7 @@ def write_report(root: Path, results: dict) -> Path:
         lines.append(
             f"| {module} | {' '.join('`' + t + '`' for t in r['tests'])} | {last['mutants']} | "
             f"{last['killed']} | {last['equivalent']} | {last['surviving']} | "
-            f"{first['score']} | {last['score']} | {r['when']} |"
+            f"{first['score']} | {last['score']} | {r['when']}{_partial(r)} |"
         )
     for module, r in sorted(results.items()):
         last = r["last"]
@@ -266,6 +266,12 @@ def write_report(root: Path, results: dict) -> Path:
     path = root / _REPORT
     path.write_text("\n".join(lines).rstrip() + "\n")
     return path
+
+
+def _partial(entry: dict) -> str:
+    """A note for a run stopped before every mutant was tested (its counts are over those that
+    were): ``entry["partial"]`` says how many of how many."""
+    return f" (partial: {entry['partial']})" if entry.get("partial") else ""
 
 
 def run(modules: list[str] | None = None, out=sys.stdout, report_only: bool = False) -> int:
