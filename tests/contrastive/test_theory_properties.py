@@ -245,3 +245,8 @@ def test_lucky_monte_carlo_is_its_definition(d, rho, gamma):
         assert got == 0.0  # the first condition cannot hold
     else:
         assert got > 0
+
+
+def test_lucky_monte_carlo_in_one_dimension():
+    # d = 1: u^2 = 1 and t1 = t2 = 0, so every draw is lucky (no other coordinate to beat)
+    assert ct.prob_lucky_mc(1, 1.0, 0.0, 50, torch.Generator().manual_seed(0)) == 1.0
