@@ -50,3 +50,34 @@ def test_bad_arguments_name_the_parameter():
         sample_prompts(1, 2, 2, g, task="uniform")
     with pytest.raises(ValueError, match="'cov_sqrt'"):
         sample_prompts(1, 2, 2, g, cov_sqrt=torch.eye(3))
+
+
+def test_draws_are_moved_to_the_device_after_drawing():
+    # the meta device stands in for a GPU: every output lands there
+    X, w, y = sample_prompts(3, 4, 2, torch.Generator().manual_seed(0), device="meta")
+    assert {t.device.type for t in (X, w, y)} == {"meta"}
+    assert (X.shape, w.shape, y.shape) == ((3, 4, 2), (3, 2), (3, 4))
+
+
+def test_cov_sqrt_is_taken_in_the_requested_dtype():
+    g = torch.Generator().manual_seed(0)
+    L64 = torch.tensor([[2.0, 0.0], [1.0, 0.5]], dtype=torch.float64)
+    for L in (L64, L64.tolist()):
+        X, w, y = sample_prompts(3, 4, 2, g, dtype=torch.float32, cov_sqrt=L)
+        assert X.dtype == w.dtype == y.dtype == torch.float32
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+def test_cov_sqrt_on_a_gpu_is_applied_on_the_cpu_draws():
+    L = torch.eye(2, dtype=torch.float64, device="cuda")
+    X, _, _ = sample_prompts(3, 4, 2, torch.Generator().manual_seed(0), cov_sqrt=L)
+    Z, _, _ = sample_prompts(3, 4, 2, torch.Generator().manual_seed(0))
+    assert torch.equal(X, Z)
+
+
+def test_sphere_tasks_have_unit_norm_and_gaussian_tasks_do_not():
+    g = torch.Generator().manual_seed(1)
+    _, w, _ = sample_prompts(50, 2, 5, g)
+    assert torch.allclose(w.norm(dim=-1), torch.ones(50, dtype=torch.float64))
+    _, w, _ = sample_prompts(50, 2, 5, g, task="gaussian")
+    assert not torch.allclose(w.norm(dim=-1), torch.ones(50, dtype=torch.float64), atol=0.05)

@@ -733,7 +733,33 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-memory", action="store_true", help="skip the peak-memory runs (a process per case)"
     )
     p_bch.set_defaults(func=cmd_bench)
+
+    p_mut = sub.add_parser(
+        "mutate",
+        help="mutation testing (mutmut, one process, lowest priority; not run by CI): plant "
+        "bugs in library modules one at a time and see whether their unit tests notice; writes "
+        "tests/mutation/report.md",
+    )
+    p_mut.add_argument(
+        "modules",
+        nargs="*",
+        help="modules relative to lib/companions, e.g. ledger.py (default: every module listed "
+        "in companions.book.mutation.TARGETS)",
+    )
+    p_mut.add_argument(
+        "--report-only",
+        action="store_true",
+        help="mutate nothing: rescore the last results with tests/mutation/equivalents.txt and "
+        "rewrite the report",
+    )
+    p_mut.set_defaults(func=cmd_mutate)
     return parser
+
+
+def cmd_mutate(args) -> int:
+    from companions.book import mutation
+
+    return mutation.run(args.modules, report_only=args.report_only)
 
 
 def cmd_bench(args) -> int:

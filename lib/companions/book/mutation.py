@@ -1,0 +1,320 @@
+"""Mutation testing of the library: ``python -m companions mutate [MODULE ...]``.
+
+A mutant is a copy of a module with one plausible bug planted (a flipped sign, a constant off by
+one, a comparison turned around, a dropped argument); a mutant *survives* when the module's unit
+tests still pass. The tool is mutmut (pinned in requirements.txt, not used in CI): it copies the
+source once, plants every mutant behind a switch ("trampolines"), imports torch and the tests
+once, and then forks one test run per mutant, running only the tests that reach the mutated
+function. That makes a few hundred mutants of a module a matter of minutes on one core, where a
+tool that rewrites the file and starts pytest afresh for every mutant (cosmic-ray) would pay
+torch's import each time.
+
+mutmut knows the ``src/`` layout and not ours (``lib/``), so each module is mutated in a staging
+folder, ``build/mutation/<module>/``, holding ``src/companions`` (a copy of ``lib/companions``),
+the module's unit tests (:data:`TARGETS`) and a ``pyproject.toml`` written here. mutmut puts the
+mutated copy first on ``sys.path`` and checks, before any mutant, that a mutant forced to fail
+makes the tests fail, so the tests are known to import the mutated copy and not the editable
+install. Runs are single-process (``--max-children 1``) at the lowest priority.
+
+The results go to ``tests/mutation/results.json`` (per module: the first score recorded, the last
+one, and every surviving mutant with its diff) and ``tests/mutation/report.md``. A survivor that no
+test could kill, because the mutant computes the same thing, is listed with the reason in
+``tests/mutation/equivalents.txt`` (one ``mutant-name: reason`` a line), which the report reads:
+the score is killed / (mutants - equivalents).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+#: Module (relative to lib/companions) -> the unit tests that cover it (paths relative to the
+#: repository root, optionally with ``::test`` node ids). Only these run for its mutants.
+TARGETS: dict[str, list[str]] = {
+    "ledger.py": [
+        "tests/core/test_core.py",
+        "tests/core/test_properties.py",
+        "tests/core/test_ledger_output.py",
+    ],
+    "stats.py": ["tests/core/test_stats.py", "tests/core/test_properties.py"],
+    "scale.py": ["tests/core/test_core.py", "tests/core/test_properties.py"],
+    "losses.py": ["tests/core/test_losses.py", "tests/core/test_properties.py"],
+    "boolean.py": [
+        "tests/core/test_boolean.py",
+        "tests/gradient_features/test_gradient_features.py",
+    ],
+    "incontext.py": ["tests/core/test_incontext.py"],
+    "train.py": ["tests/core/test_core.py", "tests/core/test_train.py"],
+    "domain_generalization/theory.py": ["tests/domain_generalization"],
+    "domain_generalization/training.py": ["tests/domain_generalization"],
+    "universality/theory.py": ["tests/universality"],
+    "universality/training.py": ["tests/universality"],
+    "looped/theory.py": ["tests/looped"],
+    "looped/experiments.py": ["tests/looped"],
+    "fourier/training.py": ["tests/fourier"],
+    "emergence/theory.py": ["tests/emergence"],
+    "looped/training.py": ["tests/looped"],
+    "icl_scale/theory.py": ["tests/icl_scale"],
+    "contrastive/theory.py": [
+        "tests/contrastive/test_contrastive.py",
+        "tests/contrastive/test_pruning.py",
+        "tests/contrastive/test_theory_properties.py",
+    ],
+}
+
+#: What mutmut's exit codes mean (mutmut.stats.status_by_exit_code, flattened).
+_KILLED = {"killed", "timeout", "segfault", "caught by type check"}
+
+_RESULTS = Path("tests/mutation/results.json")
+_REPORT = Path("tests/mutation/report.md")
+_EQUIVALENTS = Path("tests/mutation/equivalents.txt")
+_STAGING = Path("build/mutation")
+
+# Run inside the staging folder after mutmut: every mutant's status, and the diff of each that
+# was not killed (mutmut's own `results` and `show`, in one process).
+_COLLECT = r"""
+import json, sys
+from mutmut.__main__ import *  # noqa: F403  (mutmut's commands set up its state on import)
+from mutmut.configuration import config
+from mutmut.mutation.data import SourceFileMutationData
+from mutmut.mutation.diff_apply import get_diff_for_mutant
+from mutmut.stats import status_by_exit_code
+from mutmut.utils.file_utils import walk_mutatable_files
+
+out = {}
+for path in walk_mutatable_files():
+    m = SourceFileMutationData(path=path)
+    m.load()
+    for name, code in m.exit_code_by_key.items():
+        status = status_by_exit_code[code]
+        diff = "" if status == "killed" else get_diff_for_mutant(name, path=path)
+        out[name] = {"status": status, "diff": diff}
+json.dump(out, sys.stdout)
+"""
+
+
+def _root() -> Path:
+    from companions.ledger import find_root
+
+    root = find_root()
+    if root is None:
+        raise SystemExit("run `python -m companions mutate` inside the repository")
+    return root
+
+
+def read_equivalents(path: Path) -> dict[str, str]:
+    """``mutant-name: reason`` lines (``#`` comments and blank lines skipped)."""
+    if not path.is_file():
+        return {}
+    found = {}
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        name, sep, reason = line.partition(":")
+        if not sep or not reason.strip():
+            raise ValueError(f"{path}:{n}: expected 'mutant-name: reason', got {line!r}")
+        found[name.strip()] = reason.strip()
+    return found
+
+
+def score(statuses: dict[str, str], equivalents: dict[str, str]) -> dict:
+    """Counts and score of one module's mutants; equivalents leave the denominator."""
+    killed = sum(s in _KILLED for s in statuses.values())
+    equivalent = [n for n, s in statuses.items() if s not in _KILLED and n in equivalents]
+    surviving = sorted(n for n, s in statuses.items() if s not in _KILLED and n not in equivalents)
+    counted = len(statuses) - len(equivalent)
+    return {
+        "mutants": len(statuses),
+        "killed": killed,
+        "equivalent": len(equivalent),
+        "surviving": len(surviving),
+        "score": round(100 * killed / counted, 1) if counted else 100.0,
+        "surviving_names": surviving,
+        "equivalent_names": sorted(equivalent),
+    }
+
+
+def rescore(counts: dict, equivalents: dict[str, str]) -> dict:
+    """``counts`` (of :func:`score`) again, with the equivalents listed now."""
+    not_killed = counts["surviving_names"] + counts["equivalent_names"]
+    equivalent = sorted(n for n in not_killed if n in equivalents)
+    surviving = sorted(n for n in not_killed if n not in equivalents)
+    counted = counts["mutants"] - len(equivalent)
+    return {
+        **counts,
+        "equivalent": len(equivalent),
+        "surviving": len(surviving),
+        "score": round(100 * counts["killed"] / counted, 1) if counted else 100.0,
+        "surviving_names": surviving,
+        "equivalent_names": equivalent,
+    }
+
+
+def _stage(root: Path, module: str, tests: list[str]) -> Path:
+    stage = root / _STAGING / module.removesuffix(".py").replace("/", ".")
+    if stage.exists():
+        shutil.rmtree(stage)
+    (stage / "src").mkdir(parents=True)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(root / "lib" / "companions", stage / "src" / "companions", ignore=ignore)
+    files = sorted({t.split("::")[0] for t in tests})
+    for rel in ["tests/__init__.py", "tests/conftest.py", *files]:
+        src = root / rel
+        if src.is_dir():  # a whole test folder
+            shutil.copytree(src, stage / rel, ignore=ignore, dirs_exist_ok=True)
+            continue
+        (stage / rel).parent.mkdir(parents=True, exist_ok=True)
+        init = src.parent / "__init__.py"
+        if init.is_file():
+            shutil.copy2(init, stage / rel.rsplit("/", 1)[0] / "__init__.py")
+        shutil.copy2(src, stage / rel)
+    shutil.copy2(root / "_toc.yml", stage / "_toc.yml")  # find_root() stops here, not above
+    toml = [
+        "[tool.pytest.ini_options]",
+        'testpaths = ["tests"]',
+        "",
+        "[tool.mutmut]",
+        'source_paths = ["src/companions"]',
+        f'only_mutate = ["src/companions/{module}"]',
+        # one process, no xdist workers, no cache folder; stop at the first failing test
+        'pytest_add_cli_args = ["-p", "no:xdist", "-p", "no:cacheprovider", "-x", "-q"]',
+        "pytest_add_cli_args_test_selection = [" + ", ".join(f'"{t}"' for t in tests) + "]",
+        'also_copy = ["_toc.yml"]',
+        "timeout_multiplier = 10.0",
+        "",
+    ]
+    (stage / "pyproject.toml").write_text("\n".join(toml))
+    return stage
+
+
+def mutate_module(root: Path, module: str, tests: list[str], log) -> dict[str, dict]:
+    """Run mutmut over one module; every mutant's status (and diff, where it was not killed)."""
+    missing = [t for t in tests if not (root / t.split("::")[0]).exists()]
+    if missing:
+        log(f"[{module}] no such test file, left out: {missing}")
+    tests = [t for t in tests if t not in missing]
+    stage = _stage(root, module, tests)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
+    mutmut = Path(sys.executable).with_name("mutmut")
+    cmd = ["nice", "-n", "19", str(mutmut), "run", "--max-children", "1"]
+    log(f"[{module}] {' '.join(cmd)}  (in {stage.relative_to(root)})")
+    proc = subprocess.run(cmd, cwd=stage, env=env, capture_output=True, text=True)
+    (stage / "mutmut.log").write_text(proc.stdout + proc.stderr)
+    if proc.returncode != 0:
+        raise RuntimeError(
+            f"mutmut failed on {module} (exit {proc.returncode}); see {stage / 'mutmut.log'}:\n"
+            + (proc.stdout + proc.stderr)[-3000:]
+        )
+    out = subprocess.run(
+        [sys.executable, "-c", _COLLECT], cwd=stage, env=env, capture_output=True, text=True
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"reading mutmut's results for {module} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout)
+
+
+def write_report(root: Path, results: dict) -> Path:
+    """Rescore every module with the equivalents listed now; write results.json and report.md."""
+    equivalents = read_equivalents(root / _EQUIVALENTS)
+    for r in results.values():
+        r["first"], r["last"] = rescore(r["first"], equivalents), rescore(r["last"], equivalents)
+    results_path = root / _RESULTS
+    results_path.parent.mkdir(parents=True, exist_ok=True)
+    results_path.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
+    lines = [
+        "# Mutation testing report",
+        "",
+        "Written by `python -m companions mutate` (mutmut; see CONTRIBUTING.md). Score = killed /",
+        "(mutants - equivalents); *before* is the first run recorded for the module, *after* the",
+        "last, both scored with the equivalents listed now in `equivalents.txt` (their reasons",
+        "are below, with each mutant's diff). A timeout counts as killed.",
+        "",
+        "| module | tests | mutants | killed | equivalent | surviving | before % | after % "
+        "| last run |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for module, r in sorted(results.items()):
+        last, first = r["last"], r["first"]
+        lines.append(
+            f"| {module} | {' '.join('`' + t + '`' for t in r['tests'])} | {last['mutants']} | "
+            f"{last['killed']} | {last['equivalent']} | {last['surviving']} | "
+            f"{first['score']} | {last['score']} | {r['when']}{_partial(r)} |"
+        )
+    for module, r in sorted(results.items()):
+        last = r["last"]
+        if not last["surviving_names"] and not last["equivalent_names"]:
+            continue
+        lines += ["", f"## {module}", ""]
+        if last["surviving_names"]:
+            lines += ["Surviving (not yet killed, not listed as equivalent):", ""]
+            for name in last["surviving_names"]:
+                lines += [f"- `{name}` ({r['diffs'][name]['status']})", "", "```diff"]
+                lines += [r["diffs"][name]["diff"], "```", ""]
+        if last["equivalent_names"]:
+            lines += ["Equivalent:", ""]
+            for name in last["equivalent_names"]:
+                lines += [f"- `{name}`: {equivalents[name]}", "", "```diff"]
+                lines += [r["diffs"][name]["diff"], "```", ""]
+    path = root / _REPORT
+    path.write_text("\n".join(lines).rstrip() + "\n")
+    return path
+
+
+def _partial(entry: dict) -> str:
+    """A note for a run stopped before every mutant was tested (its counts are over those that
+    were): ``entry["partial"]`` says how many of how many."""
+    return f" (partial: {entry['partial']})" if entry.get("partial") else ""
+
+
+def run(modules: list[str] | None = None, out=sys.stdout, report_only: bool = False) -> int:
+    """Mutate ``modules`` (default: every module of :data:`TARGETS`), update the results and
+    the report; the exit status is 1 when a module scores below 85 %. ``report_only`` mutates
+    nothing and rewrites the report from the last results (after editing the equivalents)."""
+    root = _root()
+    if report_only:
+        results = json.loads((root / _RESULTS).read_text())
+        write_report(root, results)
+        for module, r in sorted(results.items()):
+            print(f"{module}: {r['first']['score']} % -> {r['last']['score']} %", file=out)
+        return int(any(r["last"]["score"] < 85 for r in results.values()))
+    modules = modules or list(TARGETS)
+    unknown = [m for m in modules if m not in TARGETS]
+    if unknown:
+        raise SystemExit(f"unknown module(s) {unknown}: choose from {sorted(TARGETS)}")
+    results_path = root / _RESULTS
+    results = json.loads(results_path.read_text()) if results_path.is_file() else {}
+    equivalents = read_equivalents(root / _EQUIVALENTS)
+
+    def log(msg):
+        print(msg, file=out, flush=True)
+
+    for module in modules:
+        start = time.perf_counter()
+        statuses = mutate_module(root, module, TARGETS[module], log)
+        counts = score({n: d["status"] for n, d in statuses.items()}, equivalents)
+        keep = set(counts["surviving_names"]) | set(counts["equivalent_names"])
+        entry = results.get(module, {})
+        results[module] = {
+            "tests": TARGETS[module],
+            "first": entry.get("first", counts),
+            "last": counts,
+            "when": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "seconds": round(time.perf_counter() - start),
+            "diffs": {n: d for n, d in statuses.items() if n in keep},
+        }
+        log(
+            f"[{module}] {counts['killed']}/{counts['mutants']} killed, "
+            f"{counts['equivalent']} equivalent, {counts['surviving']} surviving: "
+            f"{counts['score']} % ({results[module]['seconds']} s)"
+        )
+        write_report(root, results)
+    log(f"report: {_REPORT}")
+    return int(any(results[m]["last"]["score"] < 85 for m in modules))

@@ -1,0 +1,40 @@
+"""The mutation-testing command's bookkeeping (it never runs mutmut here: that is not CI's job)."""
+
+from __future__ import annotations
+
+import pytest
+
+from companions.book import mutation as M
+
+
+def test_equivalents_file_is_parsed_and_checked(tmp_path):
+    path = tmp_path / "eq.txt"
+    path.write_text("# comment\n\na.x_f__mutmut_1: same value: always\n")
+    assert M.read_equivalents(path) == {"a.x_f__mutmut_1": "same value: always"}
+    path.write_text("a.x_f__mutmut_1\n")
+    with pytest.raises(ValueError, match="eq.txt:1: expected 'mutant-name: reason'"):
+        M.read_equivalents(path)
+    assert M.read_equivalents(tmp_path / "none.txt") == {}
+
+
+def test_score_leaves_equivalents_out_and_counts_timeouts_as_killed():
+    statuses = {"k": "killed", "t": "timeout", "s": "survived", "e": "survived", "n": "no tests"}
+    counts = M.score(statuses, {"e": "why"})
+    assert (counts["mutants"], counts["killed"], counts["equivalent"], counts["surviving"]) == (
+        5,
+        2,
+        1,
+        2,
+    )
+    assert counts["score"] == 50.0 and counts["surviving_names"] == ["n", "s"]
+    again = M.rescore(counts, {"s": "why", "n": "why"})
+    assert again["score"] == pytest.approx(round(100 * 2 / 3, 1))
+    assert again["equivalent_names"] == ["n", "s"] and again["surviving_names"] == ["e"]
+
+
+def test_every_target_exists():
+    root = M._root()
+    for module, tests in M.TARGETS.items():
+        assert (root / "lib" / "companions" / module).is_file(), module
+        for test in tests:
+            assert (root / test.split("::")[0]).exists(), test

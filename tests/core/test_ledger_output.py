@@ -1,0 +1,235 @@
+"""companions.ledger: what a ledger records and writes, down to the text of its tables.
+
+The book's ledger page and the CLI show these tables and JSON files as they are, so a changed
+header, a dropped field or a lost note is a visible bug; these tests pin them exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import types
+
+import pytest
+
+from companions import ledger as L
+
+
+class _Cfg(dict):
+    chapter = "_out-chapter"
+    scale = "smoke"
+
+
+@pytest.fixture
+def led(tmp_path):
+    return L.Ledger(_Cfg(), device="cpu", ledger_dir=tmp_path / "a" / "b")
+
+
+def _claim(id, status, **extra):
+    return {
+        "id": id,
+        "source": "Thm 1",
+        "kind": "bound",
+        "status": status,
+        "expected": [0.5, None],
+        "observed": 1.23456,
+        "tolerance": None,
+        "note": "n",
+        **extra,
+    }
+
+
+def test_claims_table_text():
+    table = L.claims_table([_claim("x", "holds"), {**_claim("y", "fails"), "expected": None}])
+    assert table.splitlines() == [
+        "| claim | source | kind | status | expected | observed | note |",
+        "|---|---|---|---|---|---|---|",
+        "| x | Thm 1 | bound | **holds** | [0.5, ] | 1.235 | n |",
+        "| y | Thm 1 | bound | **fails** |  | 1.235 | n |",
+    ]
+
+
+def test_claims_table_with_the_chapter_column_and_missing_fields():
+    claims = [
+        {**_claim("x", "holds", chapter="ch-1")},
+        {k: v for k, v in _claim("y", "holds").items() if k != "note"},
+    ]
+    lines = L.claims_table(claims, chapter_column=True).splitlines()
+    assert lines[0] == "| chapter | claim | source | kind | status | expected | observed | note |"
+    assert lines[1] == "|---|---|---|---|---|---|---|---|"
+    assert lines[2] == "| ch-1 | x | Thm 1 | bound | **holds** | [0.5, ] | 1.235 | n |"
+    assert lines[3] == "|  | y | Thm 1 | bound | **holds** | [0.5, ] | 1.235 |  |"
+
+
+@pytest.mark.parametrize(
+    "value, text",
+    [
+        (None, ""),
+        (0.123456, "0.1235"),
+        ([1.0, [2.5, None], "a"], "[1, [2.5, ], a]"),
+        ([], "[]"),
+        ("s", "s"),
+        (3, "3"),
+        (True, "True"),
+    ],
+)
+def test_fmt(value, text):
+    assert L._fmt(value) == text
+
+
+def test_gathered_header():
+    summary, every = L.gathered([])
+    assert summary.splitlines() == [
+        "| chapter | scale | device | seed | wall s | claims | holds | reproduced | differs | "
+        "inconclusive | fails |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    assert every.splitlines()[0].startswith("| chapter | claim |")
+
+
+def test_every_field_is_recorded_as_given(led):
+    a = led.check("a", "Thm 1", "identity", True, 1, 2, tolerance=0.5, note="na")
+    b = led.check_close("b", "Thm 2", "bound", 1.0, 1.25, 0.5, note="nb")
+    c = led.check_at_most("c", "Thm 3", "bound", 2, 1.5, note="nc")
+    d = led.compare("d", "Tab 4", 3, 4, agrees=False, tolerance=0.1, note="nd")
+    e = led.compare("e", "Fig 5", 3, 4, agrees=None, kind="prediction", note="paper scale")
+    assert {k: a[k] for k in ("source", "expected", "observed", "tolerance", "note")} == {
+        "source": "Thm 1",
+        "expected": 1,
+        "observed": 2,
+        "tolerance": 0.5,
+        "note": "na",
+    }
+    assert (b["source"], b["expected"], b["observed"], b["tolerance"], b["note"]) == (
+        "Thm 2",
+        1.0,
+        1.25,
+        0.5,
+        "nb",
+    )
+    assert (c["source"], c["expected"], c["observed"], c["tolerance"], c["note"]) == (
+        "Thm 3",
+        "<= 2.0",
+        1.5,
+        None,
+        "nc",
+    )
+    assert (d["source"], d["expected"], d["observed"], d["tolerance"], d["note"]) == (
+        "Tab 4",
+        3,
+        4,
+        0.1,
+        "nd",
+    )
+    assert (e["status"], e["kind"], e["note"]) == ("inconclusive", "prediction", "paper scale")
+    # the default note is empty
+    for claim in (
+        led.check("f", "T", "identity", True, 0, 0),
+        led.check_close("g", "T", "bound", 0, 0, 0),
+        led.check_at_most("h", "T", "bound", 0, 0),
+        led.compare("i", "T", 0, 0, agrees=True),
+    ):
+        assert claim["note"] == ""
+
+
+def test_error_messages_name_the_problem(led):
+    with pytest.raises(ValueError, match="check kind must be one of .* not 'guess'"):
+        led.check("a", "T", "guess", True, 0, 0)
+    with pytest.raises(ValueError, match="compare kind must be one of .* not 'bound'"):
+        led.compare("a", "T", 0, 0, agrees=True, kind="bound")
+    with pytest.raises(
+        ValueError, match="inconclusive: its note must name the scale that would decide it$"
+    ):
+        led.compare("a", "T", 0, 0, agrees=None, note="  ")
+    with pytest.raises(ValueError, match="claim kind 'guess' is not one of"):
+        led._add({"id": "z", "kind": "guess"})
+
+
+def test_write_makes_folders_and_writes_indented_strict_json(led, monkeypatch):
+    led.check("a", "T", "identity", True, 0, 0)
+    seen = {}
+    replace = os.replace
+
+    def spy(src, dst):
+        seen["tmp"] = src
+        replace(src, dst)
+
+    monkeypatch.setattr(L.os, "replace", spy)
+    path = led.write()
+    assert path == led.dir / "_out-chapter.json" and path.is_file()
+    tmp = os.path.basename(seen["tmp"])
+    assert os.path.dirname(seen["tmp"]) == str(led.dir)  # same folder: the rename is atomic
+    assert tmp.startswith("._out-chapter.") and tmp.endswith(".tmp")
+    text = path.read_text()
+    assert text.startswith('{\n "chapter": "_out-chapter",\n "scale": "smoke",')
+    assert json.loads(text)["claims"][0]["id"] == "a"
+
+
+def test_write_refuses_a_nan_and_leaves_nothing_behind(led, monkeypatch):
+    monkeypatch.setattr(led, "as_dict", lambda: {"x": float("nan")})
+    with pytest.raises(ValueError):
+        led.write()
+    assert list(led.dir.iterdir()) == []
+
+
+def test_a_failed_rename_raises_its_own_error(led, monkeypatch):
+    def gone(src, dst):
+        os.unlink(src)
+        raise OSError("rename failed")
+
+    monkeypatch.setattr(L.os, "replace", gone)
+    with pytest.raises(OSError, match="rename failed"):
+        led.write()
+
+
+def test_finish_shows_the_table_by_default_and_names_every_failure(led, capsys):
+    led.check("ok", "Thm 0", "identity", True, 0, 0)
+    assert led.finish() == led.dir / "_out-chapter.json"
+    assert "| ok | Thm 0 | identity | **holds** |" in capsys.readouterr().out
+    led.check("a", "Thm 1", "identity", False, 0, 1)
+    led.check("b", "Thm 2", "bound", False, 0, 1)
+    with pytest.raises(L.ClaimFailed, match=r"2 claim\(s\) .* failed: a \(Thm 1\), b \(Thm 2\)\."):
+        led.finish(display=False)
+    assert capsys.readouterr().out == ""
+
+
+def test_show_markdown_displays_in_a_kernel(monkeypatch):
+    import IPython
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython, "get_ipython", lambda: object())
+    monkeypatch.setattr(IPython.display, "display", shown.append)
+    L._show_markdown("| a |")
+    assert len(shown) == 1 and shown[0].data == "| a |"
+
+
+@pytest.mark.parametrize(
+    "shell, cell",
+    [
+        (types.SimpleNamespace(execution_count=1), 1),
+        (types.SimpleNamespace(execution_count=0), None),
+        (types.SimpleNamespace(execution_count="3"), None),
+        (types.SimpleNamespace(), None),
+        (None, None),
+    ],
+)
+def test_current_cell(monkeypatch, shell, cell):
+    monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: shell))
+    assert L._current_cell() == cell
+
+
+def test_default_dir_outside_the_book(monkeypatch, tmp_path):
+    monkeypatch.delenv(L.LEDGER_ENV, raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert L.default_dir() == L.Path("ledger")
+
+
+def test_load_accepts_exactly_a_chapter_ledger(tmp_path):
+    (tmp_path / "a.json").write_text(json.dumps({"chapter": "a", "claims": []}))
+    assert L.load(tmp_path) == [{"chapter": "a", "claims": []}]
+    for bad in ([{"chapter": "b", "claims": []}], {"chapter": "b"}, {"claims": []}):
+        (tmp_path / "b.json").write_text(json.dumps(bad))
+        with pytest.raises(ValueError, match="is not a chapter ledger .* move it out of"):
+            L.load(tmp_path)

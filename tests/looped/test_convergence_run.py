@@ -1,0 +1,79 @@
+"""companions.looped.experiments.convergence_run: every curve it returns against its definition
+(not only the transformer's, and with alpha != 1, where dividing and multiplying by alpha differ),
+and the edges of gap_per_trial and depth_verdict."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from companions.incontext import sample_prompts
+from companions.looped import experiments as lx
+from companions.looped.construction import gradient_descent
+from companions.looped.theory import condition_number, smoothness
+
+
+def test_every_curve_is_its_definition():
+    n, d, loops, trials, alpha = 12, 3, 6, 4, 2.5
+    run = lx.convergence_run(n, d, loops, trials, alpha, torch.Generator().manual_seed(4))
+    X, theta, y = sample_prompts(trials, n, d, torch.Generator().manual_seed(4))
+    etas = (1 / smoothness(X)).expand(loops, trials)
+    gd = gradient_descent(X, y, etas)
+    norm0 = (theta**2).sum(-1)
+    assert run.n == n
+    assert torch.equal(run.kappa, condition_number(X))
+    expected = ((gd - theta) ** 2).sum(-1) / norm0
+    assert run.gd_sq.shape == (loops + 1, trials)
+    assert torch.allclose(run.gd_sq, expected, rtol=1e-12, atol=0)
+    assert torch.allclose(run.tf_sq, expected, rtol=1e-9, atol=1e-300)  # TF = GD (Thm 8.14)
+    assert torch.allclose(run.exact_sq, expected, rtol=1e-9, atol=1e-300)
+    assert run.gd_sq[0].allclose(torch.ones(trials, dtype=torch.float64))
+    assert run.tf_err.shape == run.exact_err.shape == (loops + 1, trials)
+    assert torch.allclose(run.tf_err, run.exact_err, rtol=1e-8, atol=1e-12)
+    assert run.tf_err[0].abs().max() > 0.01  # the error at q = 0 is not zero
+    assert run.tf_minus_gd_per_loop.shape == (loops + 1,) and run.tf_minus_gd < 1e-12
+
+
+def test_the_unfaithful_transformer_is_asked_for_explicitly():
+    a = lx.convergence_run(8, 2, 3, 2, 1.0, torch.Generator().manual_seed(1))
+    b = lx.convergence_run(8, 2, 3, 2, 1.0, torch.Generator().manual_seed(1), faithful=True)
+    assert torch.equal(a.tf_sq, b.tf_sq)
+
+
+def test_gap_per_trial_range_is_checked_at_both_ends():
+    z = torch.zeros(3, 2, dtype=torch.float64)
+    run = lx.ConvergenceRun(3, torch.ones(2), torch.ones(3, 2), z, z, z, z, torch.zeros(3))
+    assert lx.gap_per_trial(run, 2).shape == (2,)
+    for bad in (-1, 3):
+        with pytest.raises(
+            ValueError, match=rf"^parameter 't' = {bad} is not allowed: expected 0 <= t <= 2$"
+        ):
+            lx.gap_per_trial(run, bad)
+
+
+def test_depth_verdict_edges():
+    # exactly at the reach counts; two seeds are enough; the default reach is 1.25
+    ok, n, text = lx.depth_verdict([1.25, 1.25], [5.0, 6.0], 1.0)
+    assert n == 2 and ok is True
+    assert lx.depth_verdict([1.26, 1.26], [5.0, 6.0], 1.0)[1] == 0
+    assert lx.depth_verdict([1.0, 1.0], [5.0, 6.0], 1.0, reach=1.0)[1] == 2
+    assert lx.depth_verdict([1.0], [5.0], 1.0)[:2] == (None, 1)
+    ok, n, text = lx.depth_verdict([1.0, 1.1, 0.9], [10.0, 11.0, 9.5], 1.0)
+    mean = sum(math.log(b / a) for a, b in [(1.0, 10.0), (1.1, 11.0), (0.9, 9.5)]) / 3
+    assert ok is True and n == 3 and text.startswith(f"log(err 4T / err T) = {mean:.2f} ± ")
+
+
+def test_kappa_distribution_default_group_is_ten():
+    kappas, (lo, hi) = lx.kappa_distribution(8, 2, 40, torch.Generator().manual_seed(0))
+    means = kappas.reshape(4, 10).mean(-1)
+    assert (lo, hi) == (float(means.quantile(0.05)), float(means.quantile(0.95)))
+    assert kappas.dtype == torch.float64
+    again, _ = lx.kappa_distribution(8, 2, 40, torch.Generator().manual_seed(0))
+    assert torch.equal(kappas, again)  # drawn from the caller's generator
+    # a chunk of one prompt at a time still makes every draw
+    one, _ = lx.kappa_distribution(
+        8, 2, 5, torch.Generator().manual_seed(0), group=5, max_elements=1
+    )
+    assert one.shape == (5,)
