@@ -42,8 +42,11 @@ from tests.book.test_chapters import CHAPTER_IDS, ROOT
 MEMORY_CAP = 8 * 2**30
 #: Steps each tracked loop keeps.
 STEPS = 1
-#: A case that takes longer than this (seconds) fails; it is far above every measured case.
-TIMEOUT = 900
+#: A case that takes longer than this (seconds) fails: in the suite, a chapter missing from
+#: :data:`SLOW` fails fast (the one case that passes there takes about 20 s); with
+#: ``BOOK_PAPER_DRY_RUN=all``, far above every measured case.
+TIMEOUT = 180
+TIMEOUT_ALL = 900
 DRY_RUN_LEDGER_ENV = "BOOK_DRY_RUN_LEDGER_DIR"
 ALL_ENV = "BOOK_PAPER_DRY_RUN"
 
@@ -91,6 +94,7 @@ SLOW: dict[str, str] = {
     "gradient-parities": _TIMED_OUT,
     "icl-scale-regression": _TIMED_OUT,
     "universality-trade-off": _TIMED_OUT,
+    "gemfilter": "over 900 s wall (timed out) in a clean-clone .ci/run, beside the other tests",
 }
 
 
@@ -134,15 +138,22 @@ def run_dry(chapter_id: str, out: Path) -> dict:
     env = {**os.environ, "COMPANIONS_DRY_RUN": str(STEPS), "PYTHONPATH": str(ROOT / "lib")}
     cmd = [sys.executable, "-m", "companions", "run", chapter_id, "--scale", "paper"]
     cmd += ["--device", "cpu", "--quiet", "--out", str(out)]
-    done = subprocess.run(
-        cmd,
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        preexec_fn=_cap_memory,
-    )
+    timeout = TIMEOUT_ALL if os.environ.get(ALL_ENV) == "all" else TIMEOUT
+    try:
+        done = subprocess.run(
+            cmd,
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            preexec_fn=_cap_memory,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(
+            f"the paper preset's dry run of {chapter_id!r} took over {timeout} s: too slow for the "
+            "suite; list it in SLOW with what was measured"
+        )
     if done.returncode:
         stop = re.search(r"stopped in cell \[(\d+)\] with (\w+)", done.stderr)
         expected = STOPS.get(chapter_id)
