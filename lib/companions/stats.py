@@ -96,9 +96,19 @@ def monotone(groups, decreasing: bool = True, level: float = 0.95):
         df = welch_df(s0, n0, s1, n1)
         half = t_critical(df, level) * se
         verdicts.append(True if effect - half > 0 else False if effect + half < 0 else None)
-    if any(v is False for v in verdicts):
+    return all_of(verdicts)
+
+
+def all_of(verdicts) -> bool | None:
+    """One verdict from several (each ``True``, ``False`` or ``None``, as :func:`decide` gives):
+    ``False`` if any is ``False``, else ``None`` (inconclusive) if any is ``None``, else ``True``.
+    An "in every case" claim decided case by case."""
+    verdicts = list(verdicts)
+    if any(v is not None and not v for v in verdicts):
         return False
-    return True if all(verdicts) else None
+    if any(v is None for v in verdicts):
+        return None
+    return True
 
 
 def batch_medians(values, batches: int = 10) -> list[float]:

@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 
 from companions import stats
@@ -84,3 +85,12 @@ def test_batch_medians_takes_consecutive_equal_parts():
         stats.batch_medians([1, 2, 3], batches=1)
     with pytest.raises(ValueError, match="values"):
         stats.batch_medians([1, 2, 3], batches=4)
+
+
+def test_all_of_combines_verdicts_of_every_kind_of_boolean():
+    assert stats.all_of([True, True]) is True
+    assert stats.all_of([True, None]) is None
+    assert stats.all_of([None, False, True]) is False
+    assert stats.all_of([np.True_, True]) is True
+    assert stats.all_of([np.False_, None]) is False, "a numpy False is a False"
+    assert stats.all_of([]) is True

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from companions.stats import decide, mean_and_se, t_critical
+from companions.stats import all_of, decide, mean_and_se, t_critical
 
 
 def _values(values) -> list[float]:
@@ -61,17 +61,6 @@ def within(values, low: float, high: float, level: float = 0.95):
     if m + half < low or m - half > high:
         return False, summary(xs)
     return None, summary(xs)
-
-
-def all_of(verdicts) -> bool | None:
-    """One verdict from several: ``False`` if any is ``False``, else ``None`` if any is ``None``,
-    else ``True``."""
-    verdicts = list(verdicts)
-    if any(v is False for v in verdicts):
-        return False
-    if any(v is None for v in verdicts):
-        return None
-    return True
 
 
 def undecided(agrees, scale: str = "the paper scale (100 runs per setting)") -> str:

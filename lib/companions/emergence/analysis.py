@@ -18,6 +18,7 @@ from companions.emergence.network import (
     gradients,
     smoothed_relu_derivative,
 )
+from companions.stats import all_of  # noqa: F401 (the chapters call analysis.all_of)
 
 
 def signal_noise(W: torch.Tensor, dist) -> torch.Tensor:
@@ -132,17 +133,6 @@ def decided(values, margin: float = 0.0, direction: str = "above", target: float
 def mean_se_text(mean: float, se: float, n: int, digits: int = 4) -> str:
     """``'0.9876 +- 0.0012 (3 seeds)'``."""
     return f"{mean:.{digits}f} +- {se:.{digits}f} ({n} seeds)"
-
-
-def all_of(verdicts) -> bool | None:
-    """Combine decided verdicts of an "in every case" claim: False if any case is decided False,
-    True if every case is decided True, None (undecided) otherwise."""
-    verdicts = list(verdicts)
-    if any(v is False for v in verdicts):
-        return False
-    if all(v is True for v in verdicts):
-        return True
-    return None
 
 
 def first_steps_stats(

@@ -8,7 +8,7 @@ import sympy as sp
 from companions.gemfilter import complexity as gc
 from companions.gemfilter import experiments as gx
 from companions.gemfilter import tables
-from companions.stats import decide, mean_and_se
+from companions.stats import all_of, decide, mean_and_se
 
 #: Margins, fixed in advance (accuracy is a fraction in [0, 1]).
 SOLVED = 0.9  # the model solves the task: full-context accuracy above 90 %
@@ -243,7 +243,7 @@ def record_needle(ledger, results, cfg) -> dict:
         g = _gap(gem, gx.seed_means(results, "layer_acc", other))
         gaps[f"r={other}"] = f"{g[0]:.3f} ± {g[1]:.3f}"
         verdicts.append(decide(g[0], g[1], g[2], margin=BETTER))
-    layer_best = False if False in verdicts else (True if all(verdicts) else None)
+    layer_best = all_of(verdicts)
     ledger.compare(
         "filter-layer-rise-and-fall",
         "Table 9.2, Figure 9.5 (accuracy rises, then falls with the filter layer), at toy size",

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import torch
 
 from companions.icl_scale import data, model, theory
+from companions.stats import all_of
 from companions.train import progress as progress_bar
 
 
@@ -155,9 +156,7 @@ def combine_decisions(per_case: dict):
     values = list(per_case.values())
     if not values:
         raise ValueError("no decisions to combine")
-    if any(v is False for v in values):
-        return False
-    return True if all(v is True for v in values) else None
+    return all_of(values)
 
 
 def seeds_to_decide(effect: float, se: float, n: int, margin: float = 0.0, most: int = 1000):
