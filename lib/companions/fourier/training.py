@@ -134,8 +134,8 @@ def train(
                 f"{n_train} of the {a.shape[0]} inputs for training (need one or more on each side)"
             )
         order = torch.randperm(a.shape[0], generator=generator).to(device)
-        held_out = order[n_train:].sort().values
-        a_train, y_train = a[order[:n_train].sort().values], y[order[:n_train].sort().values]
+        held_out, kept = order[n_train:].sort().values, order[:n_train].sort().values
+        a_train, y_train = a[kept], y[kept]
     else:
         a_train, y_train = a, y
     U64, W64 = U.double(), W.double()

@@ -204,7 +204,7 @@ def record_needle(ledger, results, cfg) -> dict:
         note=size + ("" if solved is not None else "; more steps or seeds (default) decide"),
     )
     g = _gap(full, gem)
-    neg = decide(g[0], g[1], g[2], margin=NEGLIGIBLE)
+    neg = decide(*g, margin=NEGLIGIBLE)
     ledger.compare(
         "gemfilter-matches-full-context",
         "Figure 9.4, Table 9.1 (negligible loss), mirrored at toy size",
@@ -227,7 +227,7 @@ def record_needle(ledger, results, cfg) -> dict:
         ),
     )
     g = _gap(gem, rnd)
-    better = decide(g[0], g[1], g[2], margin=BETTER)
+    better = decide(*g, margin=BETTER)
     ledger.compare(
         "gemfilter-beats-random",
         "this book (selection is not chance)",
@@ -242,7 +242,7 @@ def record_needle(ledger, results, cfg) -> dict:
     for other in sorted({1, cfg.layers}):
         g = _gap(gem, gx.seed_means(results, "layer_acc", other))
         gaps[f"r={other}"] = f"{g[0]:.3f} ± {g[1]:.3f}"
-        verdicts.append(decide(g[0], g[1], g[2], margin=BETTER))
+        verdicts.append(decide(*g, margin=BETTER))
     layer_best = all_of(verdicts)
     ledger.compare(
         "filter-layer-rise-and-fall",
@@ -257,7 +257,7 @@ def record_needle(ledger, results, cfg) -> dict:
         + ("; more seeds decide" if layer_best is None else ""),
     )
     g = _gap(gem, gx.seed_means(results, "no_pool"))
-    pool = decide(g[0], g[1], g[2], margin=BETTER)
+    pool = decide(*g, margin=BETTER)
     ledger.compare(
         "pooling-kernel-matters",
         "this book (Appendix G.4.2's kernel 5)",
@@ -271,7 +271,7 @@ def record_needle(ledger, results, cfg) -> dict:
         + (": the needle's marker and value are neighbours, pooling keeps both" if pool else ""),
     )
     g = _gap(gem, gx.seed_means(results, "listing"))
-    worse = decide(g[0], g[1], g[2], margin=BETTER)
+    worse = decide(*g, margin=BETTER)
     ledger.compare(
         "printed-listing-sort",
         "Appendix G.4.1 (listing, line 9)",
