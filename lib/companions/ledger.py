@@ -69,6 +69,21 @@ def _torch_threads() -> int | None:
     return torch.get_num_threads() if torch is not None else None
 
 
+class Claim(dict):
+    """A recorded claim. It is a plain dict (the JSON holds it as one); a notebook shows it, as the
+    value of a cell, as the table of every claim that cell recorded (a section's collapsed claims
+    cell), not as a dict."""
+
+    def __init__(self, fields: dict, ledger: Ledger):
+        super().__init__(fields)
+        self.ledger = ledger
+
+    def _repr_markdown_(self) -> str:
+        cell = self.get("cell")
+        same = [c for c in self.ledger.claims if cell is not None and c.get("cell") == cell]
+        return claims_table(same or [self])
+
+
 class ClaimFailed(AssertionError):
     """Raised at the end of a chapter when one of its checks fails."""
 
@@ -143,7 +158,7 @@ class Ledger:
             )
         if claim["kind"] not in KINDS:
             raise ValueError(f"claim kind {claim['kind']!r} is not one of {KINDS}")
-        self.claims.append({k: _plain(v) for k, v in claim.items()})
+        self.claims.append(Claim({k: _plain(v) for k, v in claim.items()}, self))
         cell = _current_cell()
         if cell is not None:  # where the claim is computed: the book's ledger page links there
             self.claims[-1]["cell"] = cell
@@ -268,7 +283,7 @@ class Ledger:
     def write(self) -> Path:
         """Write ``<dir>/<chapter>.json`` atomically (a reader never sees half a ledger)."""
         self.dir.mkdir(parents=True, exist_ok=True)
-        target = self.dir / f"{self.chapter}.json"
+        target = self.path
         fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=f".{self.chapter}.", suffix=".tmp")
         try:
             with os.fdopen(fd, "w") as fh:
@@ -285,8 +300,14 @@ class Ledger:
             return DRY_RUN_HEADING + "\n\n" + claims_table(self.claims)
         return claims_table(self.claims)
 
-    def finish(self, display: bool = True) -> Path:
-        """Write the ledger, show its table, and raise :class:`ClaimFailed` if any check failed."""
+    @property
+    def path(self) -> Path:
+        """The ledger's file, ``<dir>/<chapter>.json``."""
+        return self.dir / f"{self.chapter}.json"
+
+    def finish(self, display: bool = True) -> None:
+        """Write the ledger (to :attr:`path`), show its table, and raise :class:`ClaimFailed` if
+        any check failed. It returns nothing, so a chapter's last cell shows only the table."""
         path = self.write()
         if display:
             _show_markdown(self.table())
@@ -296,7 +317,6 @@ class Ledger:
                 f"{len(self.failed)} claim(s) of chapter {self.chapter!r} failed: {names}. "
                 f"Ledger: {path}"
             )
-        return path
 
 
 DRY_RUN_HEADING = (

@@ -462,8 +462,8 @@ def test_finish_writes_then_raises_on_a_failed_check(led):
 def test_finish_passes_when_only_differs(led, capsys):
     led.check("ok", "Theorem 1", "identity", True, 0, 0)
     led.compare("gap", "Table 2", 1.0, 2.0, agrees=False, note="other sizes")
-    path = led.finish(display=True)
-    assert path.is_file()
+    assert led.finish(display=True) is None  # a chapter's last cell shows the table, not a path
+    assert led.path.is_file()
     out = capsys.readouterr().out
     assert "| gap |" in out and "**differs**" in out
 
@@ -732,3 +732,24 @@ def test_a_ledger_times_the_chapter_from_the_librarys_import(chapter, tmp_path, 
     data = led.as_dict()
     assert 100.0 <= data["wall_seconds"] < 200.0
     assert data["cpu_seconds"] >= time.process_time() - 1.0 > 0
+
+
+def test_a_claim_shows_the_claims_of_its_cell_as_a_table(chapter, tmp_path, monkeypatch):
+    import types
+
+    cfg = S.preset(CHAPTER_ID, "smoke", device="cpu", ledger_dir=tmp_path)
+    shell = types.SimpleNamespace(execution_count=3)
+    monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: shell))
+    led = L.Ledger(cfg)
+    led.check("before", "T", "identity", holds=True, expected=0, observed=0)
+    shell.execution_count = 4
+    first = led.check("one", "Lemma 1", "identity", holds=True, expected=0, observed=0)
+    last = led.compare("two", "Table 2", 1.0, 2.0, agrees=False, note="why")
+    shown = last._repr_markdown_()
+    assert shown == L.claims_table([first, last])  # this cell's claims, not the earlier cell's
+    assert "before" not in shown and "**differs**" in shown
+    assert dict(last) == {k: last[k] for k in last} and json.loads(json.dumps(last))["id"] == "two"
+    outside = L.Ledger(cfg)
+    monkeypatch.setitem(sys.modules, "IPython", None)
+    alone = outside.check("alone", "T", "identity", holds=True, expected=0, observed=0)
+    assert alone._repr_markdown_() == L.claims_table([alone])

@@ -93,8 +93,8 @@ def test_a_dry_run_ledger_says_so_and_is_left_out(dry, tmp_path):
     list(train.progress(range(5), desc="steps", disable=True))
     led = ledger_mod.Ledger(cfg, device="cpu", ledger_dir=tmp_path)
     led.check("wrong", "nowhere", "identity", False, 0, 1)
-    path = led.finish(display=False)  # a failed check does not raise in a dry run
-    data = json.loads(path.read_text())
+    led.finish(display=False)  # a failed check does not raise in a dry run
+    data = json.loads(led.path.read_text())
     assert data["dry_run"]["steps"] == 2 and data["dry_run"]["loops"][0]["planned"] == 5
     assert led.table().startswith("**Dry run**")
     assert ledger_mod.load(tmp_path) == []

@@ -185,7 +185,8 @@ def test_a_failed_rename_raises_its_own_error(led, monkeypatch):
 
 def test_finish_shows_the_table_by_default_and_names_every_failure(led, capsys):
     led.check("ok", "Thm 0", "identity", True, 0, 0)
-    assert led.finish() == led.dir / "_out-chapter.json"
+    assert led.finish() is None and led.path == led.dir / "_out-chapter.json"
+    assert led.path.is_file()
     assert "| ok | Thm 0 | identity | **holds** |" in capsys.readouterr().out
     led.check("a", "Thm 1", "identity", False, 0, 1)
     led.check("b", "Thm 2", "bound", False, 0, 1)
