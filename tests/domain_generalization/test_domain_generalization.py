@@ -417,6 +417,10 @@ def test_tables_record_claims():
     # ERM -> ERM-NU on PACS is +0.1 with errors 0.2 and 0.1: inside any t interval
     assert st["table-6-1-nu-improves-every-dataset"] == "inconclusive"
     assert md.count("\n") == len(tables.DATASETS) + 1
+    assert md == tables.gains_table(experiments.t_critical)
+    # PACS row: ERM -> ERM-NU gain +0.1, and its t se is positive
+    pacs = next(line for line in md.splitlines() if line.startswith("| PACS |"))
+    assert pacs.split(" | ")[1] == "+0.1" and float(pacs.split(" | ")[2]) > 0
     rec2 = _Recorder()
     tables.record_claims(rec2, lambda df: 0.0)  # no uncertainty: every gain > 0 decides
     assert {c["id"]: c["status"] for c in rec2.claims}[
