@@ -335,3 +335,40 @@ def test_looped_bad_parameters_are_named():
         companions.preset("looped-gd", "smoke", d=0)
     cfg = companions.preset("looped-gd", "smoke")
     assert cfg.scale == "smoke" and cfg.chapter == "looped-gd"
+
+
+# ---------------------------------------------------------------------------------------------
+# How a page reads (DESIGN.md): each section's claims in one collapsed cell at its end
+# ---------------------------------------------------------------------------------------------
+RECORDS_A_CLAIM = re.compile(r"\bledger\.(check|check_close|check_at_most|compare)\(")
+COLLAPSED = {"hide-cell", "remove-cell"}
+
+
+def _sections(cells) -> list[tuple[str, list]]:
+    """The chapter's code cells grouped by section: a markdown line ``# ...``, ``## ...`` (any
+    level) opens a new section, wherever it stands in its cell."""
+    sections = [("the chapter's opening", [])]
+    for cell in cells:
+        if cell.cell_type == "code":
+            sections[-1][1].append(cell)
+            continue
+        for line in cell.source.splitlines():
+            if re.match(r"#+ ", line):
+                sections.append((line.strip(), []))
+    return sections
+
+
+@pytest.mark.parametrize("chapter_id", CHAPTER_IDS)
+def test_claims_are_recorded_in_one_collapsed_cell_at_each_sections_end(chapter_id):
+    for name, code in _sections(jupytext.read(_notebook(chapter_id)).cells):
+        recording = [i for i, c in enumerate(code) if RECORDS_A_CLAIM.search(c.source)]
+        assert len(recording) <= 1, f"section {name!r} records claims in {len(recording)} cells"
+        for i in recording:
+            tags = set(code[i].metadata.get("tags", []))
+            assert tags & COLLAPSED, (
+                f"section {name!r} records claims in a visible cell: tag it hide-cell"
+            )
+            assert i == len(code) - 1, (
+                f"section {name!r} records its claims before its last code cell: move them to "
+                "the section's end"
+            )
