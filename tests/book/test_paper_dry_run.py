@@ -53,11 +53,11 @@ ALL_ENV = "BOOK_PAPER_DRY_RUN"
 #: chapter -> (cell, error type, why): where its dry run stops, measured.
 STOPS: dict[str, tuple[int, str, str]] = {
     "contrastive-pruning": (
-        10,
+        11,
         "RuntimeError",
         "after one step no checkpoint run has a specialist of a minority feature (set P empty)",
     ),
-    "contrastive-stage1": (9, "IndexError", "one step never reaches T1 (frac >= 0.5 is empty)"),
+    "contrastive-stage1": (11, "IndexError", "one step never reaches T1 (frac >= 0.5 is empty)"),
     "contrastive-stage2": (6, "ValueError", "one step never reaches T1 in any run"),
     "gradient-framework": (
         4,
