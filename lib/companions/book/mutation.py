@@ -62,6 +62,8 @@ TARGETS: dict[str, list[str]] = {
     "emergence/theory.py": ["tests/emergence"],
     "looped/training.py": ["tests/looped"],
     "icl_scale/theory.py": ["tests/icl_scale"],
+    "fine_labels/theory.py": ["tests/fine_labels"],
+    "gradient_features/theory.py": ["tests/gradient_features"],
     "contrastive/theory.py": [
         "tests/contrastive/test_contrastive.py",
         "tests/contrastive/test_pruning.py",
