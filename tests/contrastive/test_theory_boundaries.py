@@ -4,6 +4,8 @@ noise of more than one chunk, and the degenerate dimension d = 1."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import sympy as sp
 import torch
@@ -50,15 +52,27 @@ def test_predicted_t1_mc_counts_hits_at_t_zero_and_its_defaults():
     assert default == explicit
 
 
+def _t1_unchunked(kappas, d1, m, eta, n_neg, runs, generator):
+    """The mean rule of predicted_t1_mc, written directly: all d1 - d noise coordinates at once."""
+    lg = torch.log(ct.growth_rate(kappas, eta, 0.0, n_neg))
+    d = len(lg)
+    a2 = torch.randn(runs, m, d, generator=generator, dtype=torch.float64) ** 2
+    n2 = (torch.randn(runs, m, d1 - d, generator=generator, dtype=torch.float64) ** 2).sum(-1)
+    t = torch.arange(400, dtype=torch.float64)
+    fe = (a2.unsqueeze(-1) * torch.exp(2 * t * lg.reshape(1, 1, d, 1))).sum(-2)  # (runs, m, T)
+    reached = (fe / (fe + n2.unsqueeze(-1))).mean(1) >= 0.5  # (runs, T)
+    assert bool(reached[:, -1].all())
+    return reached.double().argmax(-1).double()
+
+
 def test_predicted_t1_mc_over_more_than_one_chunk_of_noise():
-    # d1 - d = 2042 noise coordinates (two chunks of 1024): the mean rule lands near the
-    # energy-average time, as with one chunk (test_contrastive's mean-rule test)
-    kap = [0.9, 0.6, 0.3, 0.1]
+    # d1 - d = 2042 noise coordinates, drawn in two chunks of 1024: the same law as all at once
+    kap, runs = [0.9, 0.6, 0.3, 0.1], 100
     gen = torch.Generator().manual_seed(5)
-    mean, _ = ct.predicted_t1_mc(kap, 2046, 30, 0.05, 0.0, 15, runs=100, generator=gen)
-    t = ct.predicted_t1(kap, 2046, 0.05, 0.0, 15)
-    lg = float(torch.log(ct.growth_rate(kap, 0.05, 0.0, 15))[0])
-    assert t < mean < t + 0.5 / lg
+    mean, sd = ct.predicted_t1_mc(kap, 2046, 30, 0.05, 0.0, 15, runs=runs, generator=gen)
+    ref = _t1_unchunked(kap, 2046, 30, 0.05, 15, runs, torch.Generator().manual_seed(6))
+    se = math.sqrt((sd**2 + float(ref.var())) / runs)
+    assert abs(mean - float(ref.mean())) < 5 * se
 
 
 def test_beta_tail_in_one_dimension():
