@@ -38,3 +38,30 @@ def test_every_target_exists():
         assert (root / "lib" / "companions" / module).is_file(), module
         for test in tests:
             assert (root / test.split("::")[0]).exists(), test
+
+
+def test_a_stopped_run_is_scored_over_the_mutants_it_tested():
+    statuses = {
+        "k": "killed",
+        "s": "survived",
+        "n": "not checked",
+        "i": "check was interrupted by user",
+    }
+    tested, untested = M.tested_only(statuses)
+    assert tested == {"k": "killed", "s": "survived"} and untested == 2
+    assert M.score(tested, {})["score"] == 50.0
+    assert M.tested_only({"k": "killed", "t": "timeout"}) == ({"k": "killed", "t": "timeout"}, 0)
+    for bad in (0, -5.0):
+        with pytest.raises(ValueError, match="parameter 'time_limit'"):
+            M.run(["ledger.py"], time_limit=bad)
+
+
+def test_the_repository_is_the_working_directorys(tmp_path, monkeypatch):
+    # the editable install may point at another checkout: the staging folder, the results and
+    # the copied package must come from the repository the command is run in
+    (tmp_path / "_toc.yml").write_text("root: intro\n")
+    (tmp_path / "sub").mkdir()
+    monkeypatch.chdir(tmp_path / "sub")
+    assert M._root() == tmp_path
+    stage = M._stage_dir(M._root(), "looped/theory.py")
+    assert stage == tmp_path / "build" / "mutation" / "looped.theory"

@@ -752,6 +752,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="mutate nothing: rescore the last results with tests/mutation/equivalents.txt and "
         "rewrite the report",
     )
+    p_mut.add_argument(
+        "--time-limit",
+        type=float,
+        default=None,
+        help="seconds per module: stop mutmut then and record the module as partial, scored over "
+        "the mutants tested (default: no limit)",
+    )
     p_mut.set_defaults(func=cmd_mutate)
     return parser
 
@@ -759,7 +766,7 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_mutate(args) -> int:
     from companions.book import mutation
 
-    return mutation.run(args.modules, report_only=args.report_only)
+    return mutation.run(args.modules, report_only=args.report_only, time_limit=args.time_limit)
 
 
 def cmd_bench(args) -> int:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -61,10 +62,13 @@ TARGETS: dict[str, list[str]] = {
     "emergence/theory.py": ["tests/emergence"],
     "looped/training.py": ["tests/looped"],
     "icl_scale/theory.py": ["tests/icl_scale"],
+    "fine_labels/theory.py": ["tests/fine_labels"],
+    "gradient_features/theory.py": ["tests/gradient_features"],
     "contrastive/theory.py": [
         "tests/contrastive/test_contrastive.py",
         "tests/contrastive/test_pruning.py",
         "tests/contrastive/test_theory_properties.py",
+        "tests/contrastive/test_theory_boundaries.py",
     ],
 }
 
@@ -157,8 +161,13 @@ def rescore(counts: dict, equivalents: dict[str, str]) -> dict:
     }
 
 
+def _stage_dir(root: Path, module: str) -> Path:
+    """Where ``module`` is staged: ``<root>/build/mutation/<module, dotted>``."""
+    return root / _STAGING / module.removesuffix(".py").replace("/", ".")
+
+
 def _stage(root: Path, module: str, tests: list[str]) -> Path:
-    stage = root / _STAGING / module.removesuffix(".py").replace("/", ".")
+    stage = _stage_dir(root, module)
     if stage.exists():
         shutil.rmtree(stage)
     (stage / "src").mkdir(parents=True)
@@ -194,8 +203,12 @@ def _stage(root: Path, module: str, tests: list[str]) -> Path:
     return stage
 
 
-def mutate_module(root: Path, module: str, tests: list[str], log) -> dict[str, dict]:
-    """Run mutmut over one module; every mutant's status (and diff, where it was not killed)."""
+def mutate_module(
+    root: Path, module: str, tests: list[str], log, time_limit: float | None = None
+) -> dict[str, dict]:
+    """Run mutmut over one module; every mutant's status (and diff, where it was not killed).
+    After ``time_limit`` seconds (None: no limit) mutmut is stopped, and the mutants it had not
+    tested yet have the status ``not checked`` (see :func:`tested_only`)."""
     missing = [t for t in tests if not (root / t.split("::")[0]).exists()]
     if missing:
         log(f"[{module}] no such test file, left out: {missing}")
@@ -206,12 +219,32 @@ def mutate_module(root: Path, module: str, tests: list[str], log) -> dict[str, d
     mutmut = Path(sys.executable).with_name("mutmut")
     cmd = ["nice", "-n", "19", str(mutmut), "run", "--max-children", "1"]
     log(f"[{module}] {' '.join(cmd)}  (in {stage.relative_to(root)})")
-    proc = subprocess.run(cmd, cwd=stage, env=env, capture_output=True, text=True)
-    (stage / "mutmut.log").write_text(proc.stdout + proc.stderr)
+    log_path = stage / "mutmut.log"  # written as mutmut goes: its progress can be followed
+    with open(log_path, "w") as log_file:
+        proc = subprocess.Popen(
+            cmd,
+            cwd=stage,
+            env=env,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            proc.wait(timeout=time_limit)
+        except subprocess.TimeoutExpired:
+            # mutmut stops on Ctrl-C: it ends the mutant in flight and keeps what it has tested
+            log(f"[{module}] time limit of {time_limit} s reached: stopping mutmut")
+            os.killpg(proc.pid, signal.SIGINT)
+            try:
+                proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+    output = log_path.read_text(errors="replace")
     if proc.returncode != 0:
         raise RuntimeError(
             f"mutmut failed on {module} (exit {proc.returncode}); see {stage / 'mutmut.log'}:\n"
-            + (proc.stdout + proc.stderr)[-3000:]
+            + output[-3000:]
         )
     out = subprocess.run(
         [sys.executable, "-c", _COLLECT], cwd=stage, env=env, capture_output=True, text=True
@@ -219,6 +252,17 @@ def mutate_module(root: Path, module: str, tests: list[str], log) -> dict[str, d
     if out.returncode != 0:
         raise RuntimeError(f"reading mutmut's results for {module} failed:\n{out.stderr[-3000:]}")
     return json.loads(out.stdout)
+
+
+#: The statuses of mutants that a stopped run never tested (mutmut's exit code None, and the
+#: mutant in flight when it was stopped).
+_UNTESTED = {"not checked", "check was interrupted by user"}
+
+
+def tested_only(statuses: dict[str, str]) -> tuple[dict[str, str], int]:
+    """The statuses of the mutants that were tested, and how many were not (a stopped run)."""
+    tested = {n: s for n, s in statuses.items() if s not in _UNTESTED}
+    return tested, len(statuses) - len(tested)
 
 
 def write_report(root: Path, results: dict) -> Path:
@@ -274,10 +318,19 @@ def _partial(entry: dict) -> str:
     return f" (partial: {entry['partial']})" if entry.get("partial") else ""
 
 
-def run(modules: list[str] | None = None, out=sys.stdout, report_only: bool = False) -> int:
+def run(
+    modules: list[str] | None = None,
+    out=sys.stdout,
+    report_only: bool = False,
+    time_limit: float | None = None,
+) -> int:
     """Mutate ``modules`` (default: every module of :data:`TARGETS`), update the results and
     the report; the exit status is 1 when a module scores below 85 %. ``report_only`` mutates
-    nothing and rewrites the report from the last results (after editing the equivalents)."""
+    nothing and rewrites the report from the last results (after editing the equivalents).
+    ``time_limit`` (seconds per module) stops a module's run and records it as partial: its score
+    is over the mutants tested, which mutmut takes fastest tests first."""
+    if time_limit is not None and not time_limit > 0:
+        raise ValueError(f"parameter 'time_limit' = {time_limit} is not allowed: expected > 0")
     root = _root()
     if report_only:
         results = json.loads((root / _RESULTS).read_text())
@@ -298,8 +351,9 @@ def run(modules: list[str] | None = None, out=sys.stdout, report_only: bool = Fa
 
     for module in modules:
         start = time.perf_counter()
-        statuses = mutate_module(root, module, TARGETS[module], log)
-        counts = score({n: d["status"] for n, d in statuses.items()}, equivalents)
+        statuses = mutate_module(root, module, TARGETS[module], log, time_limit)
+        tested, untested = tested_only({n: d["status"] for n, d in statuses.items()})
+        counts = score(tested, equivalents)
         keep = set(counts["surviving_names"]) | set(counts["equivalent_names"])
         entry = results.get(module, {})
         results[module] = {
@@ -310,6 +364,11 @@ def run(modules: list[str] | None = None, out=sys.stdout, report_only: bool = Fa
             "seconds": round(time.perf_counter() - start),
             "diffs": {n: d for n, d in statuses.items() if n in keep},
         }
+        if untested:
+            results[module]["partial"] = (
+                f"{len(tested)} of {len(statuses)} mutants tested, the run stopped after "
+                f"{time_limit:g} s"
+            )
         log(
             f"[{module}] {counts['killed']}/{counts['mutants']} killed, "
             f"{counts['equivalent']} equivalent, {counts['surviving']} surviving: "

@@ -33,7 +33,8 @@ def gram_eigenvalues(X: torch.Tensor) -> torch.Tensor:
 
 def condition_number(X: torch.Tensor) -> torch.Tensor:
     """``kappa = lambda_max(X^T X) / lambda_min(X^T X)`` (Definition 8.12); ``inf`` when
-    singular."""
+    singular, that is when ``lambda_min <= d eps lambda_max`` (``eps`` the dtype's machine
+    epsilon, ``d`` the number of columns)."""
     eig = gram_eigenvalues(X)
     lam_min = eig[..., 0]
     kappa = eig[..., -1] / lam_min
@@ -67,21 +68,27 @@ def exact_error_curves(X: torch.Tensor, theta_star: torch.Tensor, alpha, eta, lo
     return err, sq
 
 
+def _as_tensor(x) -> torch.Tensor:
+    """A tensor as it is; a python or numpy number in float64 (``torch.as_tensor`` would make a
+    python float a float32 tensor, and the bounds below would lose half their digits)."""
+    return x if isinstance(x, torch.Tensor) else torch.as_tensor(x, dtype=torch.float64)
+
+
 def bound_theorem_8_16(kappa, loops, alpha=1.0):
     """Theorem 8.16: ``|<TF, theta*> - alpha| <= |alpha| exp(-T / (2 kappa))``."""
-    return abs(alpha) * torch.exp(-torch.as_tensor(loops) / (2 * torch.as_tensor(kappa)))
+    return abs(alpha) * torch.exp(-_as_tensor(loops) / (2 * _as_tensor(kappa)))
 
 
 def bound_tight(kappa, loops, alpha=1.0):
     """(D2) ``|alpha| (1 - 1/kappa)^T``: every factor ``1 - lambda_i / L`` lies in
     ``[0, 1 - 1/kappa]``. It is at most ``|alpha| exp(-T/kappa)``, tighter than Theorem 8.16 by a
     factor 2 in the exponent."""
-    return abs(alpha) * (1 - 1 / torch.as_tensor(kappa)) ** torch.as_tensor(loops)
+    return abs(alpha) * (1 - 1 / _as_tensor(kappa)) ** _as_tensor(loops)
 
 
 def bound_theorem_8_25(kappa, loops, radius=1.0):
     """Theorem 8.25: ``||theta* - theta^(T)||^2 <= exp(-T / kappa) R^2`` with ``eta = 1/L``."""
-    return torch.exp(-torch.as_tensor(loops) / torch.as_tensor(kappa)) * radius**2
+    return torch.exp(-_as_tensor(loops) / _as_tensor(kappa)) * radius**2
 
 
 def loops_needed_theorem_8_16(kappa: float, alpha: float, eps: float) -> float:
