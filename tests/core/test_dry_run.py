@@ -96,7 +96,7 @@ def test_a_dry_run_ledger_says_so_and_is_left_out(dry, tmp_path):
     led.finish(display=False)  # a failed check does not raise in a dry run
     data = json.loads(led.path.read_text())
     assert data["dry_run"]["steps"] == 2 and data["dry_run"]["loops"][0]["planned"] == 5
-    assert led.table().startswith("**Dry run**")
+    assert led.table() == ledger_mod.DRY_RUN_HEADING + "\n\n" + ledger_mod.claims_table(led.claims)
     assert ledger_mod.load(tmp_path) == []
     assert [d["chapter"] for d in ledger_mod.load(tmp_path, dry_runs=True)] == [cfg.chapter]
 

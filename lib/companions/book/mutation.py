@@ -42,6 +42,7 @@ TARGETS: dict[str, list[str]] = {
         "tests/core/test_core.py",
         "tests/core/test_properties.py",
         "tests/core/test_ledger_output.py",
+        "tests/core/test_dry_run.py",
     ],
     "stats.py": ["tests/core/test_stats.py", "tests/core/test_properties.py"],
     "scale.py": ["tests/core/test_core.py", "tests/core/test_properties.py"],
