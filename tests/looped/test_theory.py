@@ -10,6 +10,20 @@ import torch
 from companions.looped import theory as lth
 
 
+@pytest.fixture
+def eigh_batch_sizes(monkeypatch) -> list[int]:
+    """The number of matrices in each call of ``torch.linalg.eigvalsh`` made during the test."""
+    sizes = []
+    eigvalsh = torch.linalg.eigvalsh
+
+    def spy(A):
+        sizes.append(A[..., 0, 0].numel())
+        return eigvalsh(A)
+
+    monkeypatch.setattr(torch.linalg, "eigvalsh", spy)
+    return sizes
+
+
 def test_condition_number_is_the_squared_ratio_of_singular_values():
     X = torch.randn(4, 10, 3, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
     s = torch.linalg.svdvals(X)  # descending
@@ -42,19 +56,12 @@ def test_eigenvalues_in_parts_of_one_batch_axis_and_of_1_x_1_matrices():
 
 
 @pytest.mark.parametrize("shape", [(11, 3, 3), (2, 3, 5, 3, 3)])
-def test_no_call_takes_more_than_max_batch_matrices(monkeypatch, shape):
+def test_no_call_takes_more_than_max_batch_matrices(eigh_batch_sizes, shape):
     G = torch.eye(3, dtype=torch.float64).expand(*shape).clone()
-    sizes = []
-    eigvalsh = torch.linalg.eigvalsh
-
-    def spy(A):
-        sizes.append(A[..., 0, 0].numel())
-        return eigvalsh(A)
-
-    monkeypatch.setattr(torch.linalg, "eigvalsh", spy)
     out = lth.eigvalsh_in_parts(G, 4)
     assert out.shape == shape[:-1] and torch.equal(out, torch.ones(shape[:-1], dtype=G.dtype))
     total = math.prod(shape[:-2])
+    sizes = eigh_batch_sizes
     assert max(sizes) <= 4 and sum(sizes) == total and len(sizes) == math.ceil(total / 4)
 
 
@@ -149,23 +156,16 @@ def test_marchenko_pastur_in_float64_and_its_open_interval():
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
-def test_on_a_gpu_every_tensor_stays_there_and_eigh_calls_are_batched(monkeypatch):
+def test_on_a_gpu_every_tensor_stays_there_and_eigh_calls_are_batched(eigh_batch_sizes):
     X = torch.randn(3, 8, 2, dtype=torch.float64, device="cuda")
     theta = torch.randn(3, 2, dtype=torch.float64, device="cuda")
     err, sq = lth.exact_error_curves(X, theta, 1.0, 0.01, 4)
     assert err.is_cuda and sq.is_cuda
     assert lth.fixed_step_rate(X, 0.01).is_cuda
-    sizes = []
-    eigvalsh = torch.linalg.eigvalsh
-
-    def spy(A):
-        sizes.append(A[..., 0, 0].numel())
-        return eigvalsh(A)
-
-    monkeypatch.setattr(torch.linalg, "eigvalsh", spy)
     n = 2 * lth.CUDA_EIGH_BATCH + 1
+    eigh_batch_sizes.clear()  # count only the calls of the next line
     lth.gram_eigenvalues(torch.randn(n, 3, 2, dtype=torch.float64, device="cuda"))
-    assert max(sizes) <= lth.CUDA_EIGH_BATCH and sum(sizes) == n
+    assert max(eigh_batch_sizes) <= lth.CUDA_EIGH_BATCH and sum(eigh_batch_sizes) == n
 
 
 def test_bounds_keep_the_dtype_of_tensor_arguments():
