@@ -260,6 +260,15 @@ class Config(Mapping):
         body = ", ".join(f"{k}={v!r}" for k, v in self._data.items())
         return f"Config({self.chapter!r}, scale={self.scale!r}, {body})"
 
+    def summary(self, runtime: str) -> str:
+        """One Markdown sentence for a chapter's opening cell: the scale, ``runtime`` (the
+        runtime's ``describe()``) and every knob of :meth:`params`, lists joined by commas."""
+        knobs = "; ".join(
+            f"`{k}` = {', '.join(map(str, v)) if isinstance(v, list) else v}"
+            for k, v in self.params().items()
+        )
+        return f"Scale `{self.scale}`; {runtime}. Parameters: {knobs}."
+
     def params(self) -> dict:
         """The chapter's own knobs as plain JSON-friendly values (for the ledger)."""
         return {

@@ -147,6 +147,14 @@ def test_list_values_become_tuples_and_params_lists(chapter):
     json.dumps(params)
 
 
+def test_summary_is_one_sentence_of_the_scale_runtime_and_knobs(chapter):
+    cfg = S.preset(CHAPTER_ID, "smoke", sizes=(2, 3), ledger_dir="/tmp/x")
+    assert cfg.summary("cpu, 2 threads") == (
+        "Scale `smoke`; cpu, 2 threads. Parameters: `n` = 2; `lr` = 0.5; `mode` = a; "
+        "`sizes` = 2, 3."
+    )
+
+
 def test_cross_parameter_check(chapter):
     with pytest.raises(ValueError, match="parameter 'n' = 1"):
         S.preset(CHAPTER_ID, "smoke", n=1)  # sizes has 2 items
