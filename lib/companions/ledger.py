@@ -26,6 +26,8 @@ A *dry run* (``$COMPANIONS_DRY_RUN``, see :mod:`companions.train`) cuts every tr
 first steps: its claims are not findings. Its ledger records ``dry_run`` (the steps kept and the
 loops cut), its table is headed as a dry run, a failing check does not raise, and :func:`load`
 leaves dry-run ledgers out unless asked (``dry_runs=True``), so no page of the book shows one.
+A dry run may also *end* after its first tracked loops (``$COMPANIONS_DRY_RUN_LOOPS``): every open
+ledger is then written as it stands (:func:`write_open`), and its ``dry_run`` says where it ended.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import os
 import sys
 import tempfile
 import time
+import weakref
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -47,6 +50,8 @@ STATUSES = ("holds", "reproduced", "differs", "inconclusive", "fails")
 LEDGER_ENV = "BOOK_LEDGER_DIR"
 #: A dry run's environment variable (read by :func:`companions.train.dry_run_steps`).
 DRY_RUN_ENV = "COMPANIONS_DRY_RUN"
+#: Ends a dry run after this many outermost tracked loops (:func:`companions.train.progress`).
+DRY_RUN_LOOPS_ENV = "COMPANIONS_DRY_RUN_LOOPS"
 #: Where the tests keep the chapters' smoke-scale ledgers, when set (CI sets it, so that the book
 #: build can show the smoke and default ledgers side by side).
 SMOKE_LEDGER_ENV = "BOOK_SMOKE_LEDGER_DIR"
@@ -149,6 +154,7 @@ class Ledger:
         # a reader's session: since its first cell), not from this line, which a chapter may reach
         # late. CPU time is the process's own, every thread, so it does not count other load.
         self._start = min(time.perf_counter(), companions.IMPORTED_AT)
+        _OPEN.add(self)
 
     # -- recording ---------------------------------------------------------------------------
     def _add(self, claim: dict) -> dict:
@@ -319,6 +325,15 @@ class Ledger:
             )
 
 
+_OPEN: weakref.WeakSet = weakref.WeakSet()  # every Ledger of this process still referenced
+
+
+def write_open() -> list[Path]:
+    """Write every ledger of this process as it stands (a dry run that ends early, see
+    :data:`DRY_RUN_LOOPS_ENV`, has no :meth:`Ledger.finish`); return their paths."""
+    return sorted(led.write() for led in list(_OPEN))
+
+
 DRY_RUN_HEADING = (
     "**Dry run** ($COMPANIONS_DRY_RUN): every tracked loop stopped after its first steps, "
     "so these statuses are not findings."
@@ -335,7 +350,11 @@ def _dry_run_record() -> dict:
     steps = train.dry_run_steps()
     if steps is None:
         return {}
-    return {"dry_run": {"steps": steps, "loops": train.dry_run_loops()}}
+    record = {"steps": steps, "loops": train.dry_run_loops()}
+    if train.dry_run_loop_limit() is not None:
+        record["ends_after_loops"] = train.dry_run_loop_limit()
+        record["ended"] = train.dry_run_ended()
+    return {"dry_run": record}
 
 
 def is_dry_run(led: dict) -> bool:

@@ -8,6 +8,13 @@ a CPU checks its shapes, memory and device placement in seconds; its claims are 
 the ledger of a dry run says so (``dry_run`` in the ledger, see :mod:`companions.ledger`), a
 failing check does not stop it, and the book's pages leave it out. :func:`dry_run_loops` lists the
 loops it cut, with their planned and run iterations and time.
+
+Setting ``COMPANIONS_DRY_RUN_LOOPS`` to ``k`` as well *ends* the dry run when its ``k``-th
+outermost tracked loop has run its steps: every open ledger is written as it stands
+(:func:`companions.ledger.write_open`, its ``dry_run`` marked ``ended``) and :class:`DryRunEnded`
+is raised, which ``python -m companions run`` counts as a run that ended where it was told to. The
+cells before that point run at the chapter's size, so a ``paper`` preset's data, model and first
+training steps are checked in seconds even where its later cells take minutes on a CPU.
 """
 
 from __future__ import annotations
@@ -22,9 +29,14 @@ from typing import Callable, Iterable
 import torch
 from tqdm.std import tqdm  # plain text bars: tqdm.auto needs ipywidgets in a notebook
 
-from companions.ledger import DRY_RUN_ENV
+from companions.ledger import DRY_RUN_ENV, DRY_RUN_LOOPS_ENV
 
 _LOOPS: list[dict] = []
+_STATE = {"ended": False, "outermost_done": 0}  # a dry run's end (COMPANIONS_DRY_RUN_LOOPS)
+
+
+class DryRunEnded(Exception):
+    """A dry run ended after its first tracked loops, as ``$COMPANIONS_DRY_RUN_LOOPS`` asked."""
 
 
 def dry_run_steps() -> int | None:
@@ -39,6 +51,25 @@ def dry_run_steps() -> int | None:
             "expected a number of steps >= 1 (or 0 / unset: no dry run)"
         )
     return int(text)
+
+
+def dry_run_loop_limit() -> int | None:
+    """After how many outermost tracked loops a dry run ends (``$COMPANIONS_DRY_RUN_LOOPS``), or
+    None: unset, empty or ``0``, or not a dry run (:func:`dry_run_steps` is None)."""
+    text = os.environ.get(DRY_RUN_LOOPS_ENV, "").strip()
+    if text in ("", "0") or dry_run_steps() is None:
+        return None
+    if not text.isdigit():
+        raise ValueError(
+            f"environment variable {DRY_RUN_LOOPS_ENV} = {text!r} is not allowed: "
+            "expected a number of loops >= 1 (or 0 / unset: run every loop)"
+        )
+    return int(text)
+
+
+def dry_run_ended() -> bool:
+    """Whether this process's dry run has ended (:class:`DryRunEnded` was raised)."""
+    return _STATE["ended"]
 
 
 def dry_run_loops() -> list[dict]:
@@ -66,6 +97,23 @@ def _timed(iterable: Iterable, record: dict, index: int):
             _ACTIVE.remove(index)
         record["seconds"] = round(record["seconds"] + time.perf_counter() - start, 4)
         record["cpu_seconds"] = round(record["cpu_seconds"] + time.process_time() - cpu, 4)
+    if record["parent"] is None:  # an outermost loop that ran all its steps (not broken off)
+        _STATE["outermost_done"] += 1
+        limit = dry_run_loop_limit()
+        if limit is not None and _STATE["outermost_done"] >= limit:
+            _end_dry_run(limit)
+
+
+def _end_dry_run(limit: int):
+    """Write every open ledger as it stands, then raise :class:`DryRunEnded`."""
+    from companions import ledger
+
+    _STATE["ended"] = True
+    written = ledger.write_open()
+    raise DryRunEnded(
+        f"the dry run ends after its first {limit} tracked loop(s) ({DRY_RUN_LOOPS_ENV}={limit}); "
+        f"ledger(s) written: {', '.join(str(p) for p in written) or 'none'}"
+    )
 
 
 def extrapolated_seconds(total: float, loops: list[dict], key: str = "seconds") -> float:

@@ -4,6 +4,7 @@ after its first steps, and the ledger of such a run can never pass for a real on
 from __future__ import annotations
 
 import json
+import weakref
 
 import pytest
 import torch
@@ -25,8 +26,11 @@ class _Cfg:
 @pytest.fixture
 def dry(monkeypatch):
     monkeypatch.setenv(train.DRY_RUN_ENV, "2")
+    monkeypatch.delenv(ledger_mod.DRY_RUN_LOOPS_ENV, raising=False)
     monkeypatch.setattr(train, "_LOOPS", [])
     monkeypatch.setattr(train, "_ACTIVE", [])
+    monkeypatch.setattr(train, "_STATE", {"ended": False, "outermost_done": 0})
+    monkeypatch.setattr(ledger_mod, "_OPEN", weakref.WeakSet())
 
 
 def test_not_a_dry_run_by_default(monkeypatch):
@@ -117,3 +121,60 @@ def test_the_ledger_summary_marks_a_dry_run():
     real = ledger_mod.gathered([{**led, "claims": []}])[0]
     dry = ledger_mod.gathered([{**led, "claims": [], "dry_run": {"steps": 1, "loops": []}}])[0]
     assert "| paper (dry run) |" in dry and "dry run" not in real
+
+
+def test_the_loop_limit_needs_a_dry_run_and_a_number(monkeypatch, dry):
+    for value in ("", "0"):
+        monkeypatch.setenv(ledger_mod.DRY_RUN_LOOPS_ENV, value)
+        assert train.dry_run_loop_limit() is None
+    monkeypatch.setenv(ledger_mod.DRY_RUN_LOOPS_ENV, "3")
+    assert train.dry_run_loop_limit() == 3
+    monkeypatch.setenv(train.DRY_RUN_ENV, "0")  # not a dry run: nothing ends early
+    assert train.dry_run_loop_limit() is None
+    monkeypatch.setenv(train.DRY_RUN_ENV, "1")
+    monkeypatch.setenv(ledger_mod.DRY_RUN_LOOPS_ENV, "first")
+    with pytest.raises(ValueError, match=ledger_mod.DRY_RUN_LOOPS_ENV):
+        train.dry_run_loop_limit()
+
+
+def test_a_dry_run_ends_after_its_first_outermost_loops_with_its_ledger_written(
+    monkeypatch, dry, tmp_path
+):
+    monkeypatch.setenv(ledger_mod.DRY_RUN_LOOPS_ENV, "2")
+    led = ledger_mod.Ledger(_Cfg("x", "paper"), device="cpu", ledger_dir=tmp_path)
+    seen = []
+    for i in train.progress(range(10), desc="first", disable=True):
+        for j in train.progress(range(10), desc="inner", disable=True):  # inner: never ends it
+            seen.append((i, j))
+    led.check("before-the-end", "nowhere", "identity", True, 0, 0)
+    assert not train.dry_run_ended() and not led.path.exists()
+    with pytest.raises(train.DryRunEnded, match=rf"{ledger_mod.DRY_RUN_LOOPS_ENV}=2"):
+        for _ in train.progress(range(10), desc="second", disable=True):
+            seen.append("second")
+    assert seen == [(0, 0), (0, 1), (1, 0), (1, 1), "second", "second"]  # its steps all ran
+    assert train.dry_run_ended()
+    data = json.loads(led.path.read_text())
+    assert data["dry_run"]["ends_after_loops"] == 2 and data["dry_run"]["ended"] is True
+    assert [c["id"] for c in data["claims"]] == ["before-the-end"]
+    assert [lp["desc"] for lp in data["dry_run"]["loops"]] == ["first", "inner", "inner", "second"]
+    assert data["dry_run"]["loops"][-1]["run"] == 2
+
+
+def test_a_dry_run_that_never_reaches_its_loop_limit_runs_to_the_end(monkeypatch, dry, tmp_path):
+    monkeypatch.setenv(ledger_mod.DRY_RUN_LOOPS_ENV, "2")
+    led = ledger_mod.Ledger(_Cfg("x", "paper"), device="cpu", ledger_dir=tmp_path)
+    bar = train.progress(range(10), desc="broken off", disable=True)
+    for _ in bar:
+        break  # a loop left early is not one that ran its steps
+    bar.close()
+    list(train.progress(range(10), desc="only", disable=True))
+    led.finish(display=False)
+    data = json.loads(led.path.read_text())
+    assert data["dry_run"]["ended"] is False and data["dry_run"]["ends_after_loops"] == 2
+
+
+def test_write_open_writes_every_live_ledger(dry, tmp_path):
+    a = ledger_mod.Ledger(_Cfg("a", "smoke"), device="cpu", ledger_dir=tmp_path)
+    b = ledger_mod.Ledger(_Cfg("b", "smoke"), device="cpu", ledger_dir=tmp_path / "sub")
+    assert ledger_mod.write_open() == sorted([a.path, b.path])
+    assert json.loads(b.path.read_text())["chapter"] == "b"

@@ -147,7 +147,9 @@ def execute_chapter(
     papermill (kernel ``python3``, working directory = the notebook's folder) with the parameters
     ``scale``, ``device``, ``seed``, ``ledger_dir=out_dir`` and ``params``. The executed notebook
     is ``out_dir/<chapter>.ipynb`` and the chapter writes ``out_dir/<chapter>.json``. If a cell
-    raises, :class:`ChapterExecutionError` is raised and the partial notebook is kept.
+    raises, :class:`ChapterExecutionError` is raised and the partial notebook is kept, except
+    :class:`companions.train.DryRunEnded` with its ledger written: a dry run told to end after its
+    first loops (``$COMPANIONS_DRY_RUN_LOOPS``) ended there.
     """
     import jupytext
     import nbformat
@@ -186,6 +188,8 @@ def execute_chapter(
                 progress_bar=progress,
             )
     except PapermillExecutionError as err:
+        if err.ename == "DryRunEnded" and ledger_path.is_file():
+            return executed, ledger_path  # ended where $COMPANIONS_DRY_RUN_LOOPS said
         raise ChapterExecutionError(
             f"chapter {chapter_id!r} stopped in cell "
             f"[{err.exec_count}] with {err.ename}: {err.evalue}\n"
