@@ -4,6 +4,7 @@ after its first steps, and the ledger of such a run can never pass for a real on
 from __future__ import annotations
 
 import json
+import re
 import weakref
 
 import pytest
@@ -178,3 +179,80 @@ def test_write_open_writes_every_live_ledger(dry, tmp_path):
     b = ledger_mod.Ledger(_Cfg("b", "smoke"), device="cpu", ledger_dir=tmp_path / "sub")
     assert ledger_mod.write_open() == sorted([a.path, b.path])
     assert json.loads(b.path.read_text())["chapter"] == "b"
+
+
+def test_bad_values_get_the_whole_message(monkeypatch, dry):
+    monkeypatch.setenv(train.DRY_RUN_ENV, "two")
+    expected = "expected a number of steps >= 1 (or 0 / unset: no dry run)"
+    with pytest.raises(ValueError, match=f"is not allowed: {re.escape(expected)}$"):
+        train.dry_run_steps()
+    monkeypatch.setenv(train.DRY_RUN_ENV, "1")
+    monkeypatch.setenv(ledger_mod.DRY_RUN_LOOPS_ENV, "-1")
+    expected = "expected a number of loops >= 1 (or 0 / unset: run every loop)"
+    with pytest.raises(ValueError, match=f"is not allowed: {re.escape(expected)}$"):
+        train.dry_run_loop_limit()
+
+
+def test_the_end_names_the_ledgers_written(monkeypatch, dry, tmp_path):
+    monkeypatch.setenv(ledger_mod.DRY_RUN_LOOPS_ENV, "1")
+    with pytest.raises(train.DryRunEnded, match=r"ledger\(s\) written: none$"):
+        list(train.progress(range(3), disable=True))
+    monkeypatch.setattr(train, "_STATE", {"ended": False, "outermost_done": 0})
+    a = ledger_mod.Ledger(_Cfg("a", "paper"), device="cpu", ledger_dir=tmp_path)
+    b = ledger_mod.Ledger(_Cfg("b", "paper"), device="cpu", ledger_dir=tmp_path)
+    with pytest.raises(train.DryRunEnded) as err:
+        list(train.progress(range(3), disable=True))
+    assert str(err.value).endswith(f"ledger(s) written: {a.path}, {b.path}")
+
+
+class _Clock:
+    """perf_counter and process_time that move only when told to."""
+
+    def __init__(self):
+        self.wall, self.cpu = 100.0, 10.0
+
+    def perf_counter(self):
+        return self.wall
+
+    def process_time(self):
+        return self.cpu
+
+
+def test_each_loop_records_the_seconds_of_its_steps(monkeypatch, dry):
+    clock = _Clock()
+    monkeypatch.setattr(train, "time", clock)
+    for _ in train.progress(range(10), desc="timed", disable=True):
+        clock.wall += 1.234567  # the loop body's time counts
+        clock.cpu += 0.123456
+    loop = train.dry_run_loops()[0]
+    assert (loop["run"], loop["seconds"], loop["cpu_seconds"]) == (2, 2.4691, 0.2469)
+
+
+def test_a_dry_run_bar_shows_the_steps_it_keeps(dry):
+    # 2 steps of 5: the bar's total is what runs, for a range and for a sized list
+    hidden = train.progress(range(5), desc="r", disable=True)
+    assert (hidden.total, hidden.disable) == (2, True)
+    assert train.progress(list("abcde"), desc="l", disable=True).total == 2
+    assert train.progress(list("a"), disable=True).total == 1
+    assert train.progress(iter("abcde"), disable=True).total is None  # no length
+    assert train.progress(range(5), total=7, disable=True).total == 7  # the caller's wins
+    bar = train.progress(range(5), mininterval=3.0)
+    assert (bar.desc, bar.disable, bar.mininterval) == (" (dry run)", False, 3.0)
+    assert train.progress(range(5), desc="train").desc == "train (dry run)"
+    bar.close()
+
+
+def test_a_bar_outside_a_dry_run_is_tqdms_with_its_options(monkeypatch):
+    monkeypatch.delenv(train.DRY_RUN_ENV, raising=False)
+    bar = train.progress(iter("abc"), total=3, mininterval=2.0)
+    assert (bar.desc, bar.disable, bar.total, bar.mininterval) == ("", False, 3, 2.0)
+    bar.close()
+
+
+def test_closing_a_bar_mid_loop_ends_its_timing(dry):
+    bar = train.progress(range(10), desc="kept open", disable=True)
+    steps = iter(bar)
+    next(steps)  # the loop is running, and `steps` keeps it alive
+    assert train._ACTIVE == [0]
+    bar.close()
+    assert train._ACTIVE == []

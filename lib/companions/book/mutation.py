@@ -52,7 +52,11 @@ TARGETS: dict[str, list[str]] = {
         "tests/gradient_features/test_gradient_features.py",
     ],
     "incontext.py": ["tests/core/test_incontext.py"],
-    "train.py": ["tests/core/test_core.py", "tests/core/test_train.py"],
+    "train.py": [
+        "tests/core/test_core.py",
+        "tests/core/test_train.py",
+        "tests/core/test_dry_run.py",
+    ],
     "domain_generalization/theory.py": ["tests/domain_generalization"],
     "domain_generalization/training.py": ["tests/domain_generalization"],
     "universality/theory.py": ["tests/universality"],
