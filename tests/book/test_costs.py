@@ -117,8 +117,14 @@ def test_paper_dry_runs_are_read_apart_and_extrapolated(tmp_path):
     table = costs.paper_dry_run_table(found, ["a", "b"])
     row = table.splitlines()[-1]
     # 9 s outside the loop + 1000 steps x 1 s = 1009 CPU s
-    assert row == "| a | 1 | 1 | 20 | 10 | 3000 | 1009 s |"
+    assert row == "| a | every cell | 1 | 1 | 20 | 10 | 3000 | 1009 s |"
     found["a"]["dry_run"]["loops"][0]["planned"] = 10_000  # 9 + 10000 s = 2.8 h
     assert costs.paper_dry_run_table(found, ["a"]).endswith("| 2.8 h |")
+    # a dry run that ended after its first loop: the cells after it never ran, so a lower bound
+    found["a"]["dry_run"].update(ends_after_loops=1, ended=True)
+    row = costs.paper_dry_run_table(found, ["a"]).splitlines()[-1]
+    assert row == "| a | to the end of loop 1 | 1 | 1 | 20 | 10 | 3000 | ≥ 2.8 h |"
+    found["a"]["dry_run"]["ended"] = False  # told to end after a loop, but had none: every cell
+    assert "| every cell |" in costs.paper_dry_run_table(found, ["a"])
     # the smoke and default tables read ledger.load, which leaves the dry run out
     assert list(costs.by_chapter(costs.ledger_mod.load(tmp_path))) == ["b"]

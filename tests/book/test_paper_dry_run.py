@@ -1,26 +1,35 @@
 """The ``paper`` presets, kept honest without a GPU: every chapter runs at ``scale='paper'`` on the
 CPU as a *dry run* (``COMPANIONS_DRY_RUN=1``: each loop of ``companions.train.progress`` stops after
-its first step, see ``companions.train``). Everything else runs at the paper's size (sample draws,
-evaluations, exact checks), so the shapes, the memory and the device placement of the paper preset
-are checked by running them, under a memory cap fixed in advance:
+its first step, see ``companions.train``), under a memory cap fixed in advance:
 
 - the chapter's process and its kernel get ``RLIMIT_AS`` = :data:`MEMORY_CAP` (8 GiB, the most one
   process may take on the shared test machine); going past it fails the case;
 - the kernel's peak resident memory is recorded in the dry-run ledger, which must say it is a dry
   run (``dry_run``), be on the CPU, and be left out of the book's pages (``ledger.load``).
 
-What a case cannot do, measured on the 2-core test machine under load (helpers' runs, 2026-11-25):
+Two depths:
 
-- :data:`STOPS`: the chapter stops at a check of its own results that one step cannot pass (a time
-  that training never reached, a set that stays empty). Those cases are ``xfail(strict=True)``
-  with the error and its message: the cells before it ran at paper size; when one starts to pass,
-  the entry must go.
-- :data:`SLOW`: the paper-size work outside the loops takes minutes on a CPU, past the suite's
-  budget for this file (about 4 minutes on 2 cores). They run only with
-  ``BOOK_PAPER_DRY_RUN=all``; each entry says what was measured.
+- **In the suite, every chapter** runs until its first tracked loop has run its first step
+  (``COMPANIONS_DRY_RUN_LOOPS=1``: the run then ends, its ledger written). Everything before that
+  point runs at the paper's size: the data, the model, the exact checks that precede training, and
+  one training step, so the shapes, the memory and the device placement of the preset's first
+  steps are checked for every chapter. A chapter whose first loop comes late is slow here; its
+  long loops go through ``progress`` so that a dry run can cut them.
+- **With ``BOOK_PAPER_DRY_RUN=all``**, every cell runs (each loop cut to its first step). What that
+  cannot do, measured on the 2-core test machine under load (helpers' runs, 2026-11-25):
+
+  - :data:`STOPS`: the chapter stops at a check of its own results that one step cannot pass (a
+    time that training never reached, a set that stays empty). Those cases are
+    ``xfail(strict=True)`` with the error and its message: the cells before it ran at paper size;
+    when one starts to pass, the entry must go.
+  - :data:`WHOLE_RUN_MEASURED`: what each whole run was measured to take (every case here gets
+    :data:`TIMEOUT_ALL`).
+
+  In the suite, :data:`SLOW` lists the chapters whose paper-size work before their first training
+  step (or that step itself) takes minutes on a CPU: they run only with ``BOOK_PAPER_DRY_RUN=all``.
 
 With ``BOOK_DRY_RUN_LEDGER_DIR`` set, the dry-run ledgers are copied there (the page "What each
-scale costs" reads them for the paper scale's extrapolated time and memory).
+scale costs" reads them).
 """
 
 from __future__ import annotations
@@ -42,15 +51,19 @@ from tests.book.test_chapters import CHAPTER_IDS, ROOT
 MEMORY_CAP = 8 * 2**30
 #: Steps each tracked loop keeps.
 STEPS = 1
-#: A case that takes longer than this (seconds) fails: in the suite, a chapter missing from
-#: :data:`SLOW` fails fast (the one case that passes there takes about 20 s); with
+#: In the suite, the run ends after this many outermost tracked loops
+#: (``$COMPANIONS_DRY_RUN_LOOPS``).
+LOOPS = 1
+#: A case that takes longer than this (seconds) fails: in the suite, fixed before measuring (the
+#: slowest chapter measured was far below it; see the closing note of issue 21); with
 #: ``BOOK_PAPER_DRY_RUN=all``, far above every measured case.
 TIMEOUT = 180
 TIMEOUT_ALL = 900
 DRY_RUN_LEDGER_ENV = "BOOK_DRY_RUN_LEDGER_DIR"
 ALL_ENV = "BOOK_PAPER_DRY_RUN"
 
-#: chapter -> (error type, pattern its message matches, why): where its dry run stops, measured.
+#: chapter -> (error type, pattern its message matches, why): where its whole dry run
+#: (``BOOK_PAPER_DRY_RUN=all``) stops, measured.
 #: Matched on the error, not on the cell number, so that moving a chapter's cells does not break it.
 STOPS: dict[str, tuple[str, str, str]] = {
     "contrastive-pruning": (
@@ -78,9 +91,11 @@ STOPS: dict[str, tuple[str, str, str]] = {
 
 _TIMED_OUT = "over 120 s wall (timed out), loaded: 2 cores shared with other jobs"
 _TIMED_OUT_420 = "over 420 s wall (timed out), loaded, no memory error until then under a 10 GB cap"
-#: chapter -> what was measured (loaded): run only with BOOK_PAPER_DRY_RUN=all.
-SLOW: dict[str, str] = {
-    "looped-gd": "561 s wall, 277 s CPU, 804 MiB, loaded: 200000-prompt kappa draws at paper size",
+#: chapter -> what its whole dry run (``BOOK_PAPER_DRY_RUN=all``) was measured to take (loaded,
+#: 2026-11-25); documentation for whoever runs it.
+WHOLE_RUN_MEASURED: dict[str, str] = {
+    "looped-gd": "561 s wall, 277 s CPU, 804 MiB, loaded: 200000-prompt kappa draws at paper size "
+    "(before they went through progress, so that a dry run cuts them)",
     "contrastive-setting": _TIMED_OUT + "; Monte Carlo of 2e6 pairs and 5e6 draws",
     "contrastive-stage3": _TIMED_OUT,
     "dg-nuclear-norm": _TIMED_OUT,
@@ -106,6 +121,34 @@ SLOW: dict[str, str] = {
     "gemfilter": "over 900 s wall (timed out) in a clean-clone .ci/run, beside the other tests",
 }
 
+#: The rule, fixed before the measurements below: a chapter runs in the suite when its dry run to
+#: the end of its first loop took at most half of :data:`TIMEOUT` (90 s wall), measured one chapter
+#: at a time on the 2-core machine beside low-priority (nice 19) mutation runs, 2026-11-27.
+_FIRST_OVER = "over {} s wall (stopped) before its first loop had run one step"
+#: chapter -> what keeps it out of the suite: the paper-size work before its first training step
+#: (or that step itself) takes minutes on a CPU. ``BOOK_PAPER_DRY_RUN=all`` runs them, whole.
+SLOW: dict[str, str] = {
+    "emergence-first-steps": _FIRST_OVER.format(150)
+    + ": the first two steps on the enumerated support (2^16 points), which are the chapter",
+    "emergence-no-structure": _FIRST_OVER.format(150) + ": the parity-concept counts over every "
+    "subset, then the network's data and first steps at n = 50000",
+    "emergence-experiments": "130 s wall to the end of its first loop (103 s in the kernel)",
+    "gradient-framework": _FIRST_OVER.format(150)
+    + "; its whole dry run runs out of memory (see STOPS)",
+    "gradient-mixtures": _FIRST_OVER.format(150) + ": the 10^6 x 300 Monte Carlo sample",
+    "gradient-parities": _FIRST_OVER.format(150),
+    "fourier-max-margin": _FIRST_OVER.format(150) + ": construction reports over every p^k input",
+    "fourier-training": _FIRST_OVER.format(100) + ": one full-batch step over 47^4 = 4.9e6 inputs",
+    "fourier-transformer": _FIRST_OVER.format(100) + ": the split of p^k inputs and the model",
+    "icl-scale-regression": _FIRST_OVER.format(100) + ": Monte Carlo population checks",
+    "icl-scale-parity": _FIRST_OVER.format(100) + ": 10^6 noise draws per M",
+    "contrastive-setting": _FIRST_OVER.format(100) + ": Monte Carlo of 2e6 pairs and 5e6 draws",
+    "fine-labels-coarse": _FIRST_OVER.format(100) + ": the first step at the paper's widths",
+    "fine-labels-fine": _FIRST_OVER.format(100) + ": the first step at the paper's widths",
+    "dg-nuclear-norm": _FIRST_OVER.format(100) + ": the Monte Carlo population sweep over lambda",
+    "gemfilter": _FIRST_OVER.format(100) + ": the cost sweep of the paper-size model",
+}
+
 
 class DryRunStopped(AssertionError):
     """The chapter stopped at one of its own checks on its results (see :data:`STOPS`)."""
@@ -117,18 +160,22 @@ def _cap_memory():  # pragma: no cover (runs in the child before exec)
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
 
 
+def _whole() -> bool:
+    """Whether this is the whole dry run (``BOOK_PAPER_DRY_RUN=all``), not the suite's."""
+    return os.environ.get(ALL_ENV) == "all"
+
+
 def _cases():
     for chapter_id in CHAPTER_IDS:
         marks = []
-        if chapter_id in SLOW:
+        if chapter_id in SLOW and not _whole():
             marks.append(
-                pytest.mark.skipif(
-                    os.environ.get(ALL_ENV) != "all",
+                pytest.mark.skip(
                     reason=f"paper dry run too slow for the suite ({SLOW[chapter_id]}); "
-                    f"{ALL_ENV}=all runs it",
+                    f"{ALL_ENV}=all runs it"
                 )
             )
-        if chapter_id in STOPS:
+        if chapter_id in STOPS and _whole():
             error, _, why = STOPS[chapter_id]
             marks.append(
                 pytest.mark.xfail(
@@ -145,9 +192,10 @@ def run_dry(chapter_id: str, out: Path) -> dict:
     ledger. A chapter that stops raises :class:`DryRunStopped` where its :data:`STOPS` entry says
     so, else fails."""
     env = {**os.environ, "COMPANIONS_DRY_RUN": str(STEPS), "PYTHONPATH": str(ROOT / "lib")}
+    env["COMPANIONS_DRY_RUN_LOOPS"] = "0" if _whole() else str(LOOPS)
     cmd = [sys.executable, "-m", "companions", "run", chapter_id, "--scale", "paper"]
     cmd += ["--device", "cpu", "--quiet", "--out", str(out)]
-    timeout = TIMEOUT_ALL if os.environ.get(ALL_ENV) == "all" else TIMEOUT
+    timeout = TIMEOUT_ALL if _whole() else TIMEOUT
     try:
         done = subprocess.run(
             cmd,
@@ -161,7 +209,8 @@ def run_dry(chapter_id: str, out: Path) -> dict:
     except subprocess.TimeoutExpired:
         pytest.fail(
             f"the paper preset's dry run of {chapter_id!r} took over {timeout} s: too slow for the "
-            "suite; list it in SLOW with what was measured"
+            "suite; let its slow loop go through companions.train.progress, so that a dry run "
+            "cuts it"
         )
     if done.returncode:
         stop = re.search(r"stopped in cell \[\d+\] with (\w+): ([^\n]*)", done.stderr)
@@ -181,6 +230,10 @@ def test_paper_preset_dry_run(chapter_id, tmp_path):
     assert led["scale"] == "paper" and led["device"] == "cpu"
     assert led["dry_run"]["steps"] == STEPS, "the ledger does not say it is a dry run"
     assert all(loop["run"] <= STEPS for loop in led["dry_run"]["loops"])
+    if not _whole():  # it ended after its first loop, or had no loop and ran to the end
+        assert led["dry_run"]["ends_after_loops"] == LOOPS
+        outermost = [loop for loop in led["dry_run"]["loops"] if loop["parent"] is None]
+        assert len(outermost) <= LOOPS
     assert led["peak_memory_mb"] is None or led["peak_memory_mb"] * 2**20 < MEMORY_CAP
     assert ledger_mod.load(tmp_path) == [], "a dry-run ledger would reach the book's pages"
     if os.environ.get(DRY_RUN_LEDGER_ENV):

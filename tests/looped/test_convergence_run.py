@@ -77,3 +77,22 @@ def test_kappa_distribution_default_group_is_ten():
         8, 2, 5, torch.Generator().manual_seed(0), group=5, max_elements=1
     )
     assert one.shape == (5,)
+
+
+def test_kappa_distribution_in_a_dry_run_keeps_its_first_chunk(monkeypatch):
+    from companions import train
+
+    monkeypatch.setenv(train.DRY_RUN_ENV, "1")
+    monkeypatch.setattr(train, "_LOOPS", [])
+    monkeypatch.setattr(train, "_ACTIVE", [])
+    # chunks of 2**10 // (8 * 2) = 64 prompts; the dry run keeps the first, 6 groups of 10
+    kappas, (lo, hi) = lx.kappa_distribution(
+        8, 2, 1000, torch.Generator().manual_seed(0), max_elements=2**10
+    )
+    assert kappas.shape == (64,)
+    (loop,) = train.dry_run_loops()
+    assert (loop["desc"], loop["planned"], loop["run"]) == ("kappa of 1000 prompts, n=8", 16, 1)
+    full, _ = lx.kappa_distribution(8, 2, 64, torch.Generator().manual_seed(0), max_elements=2**10)
+    assert torch.equal(kappas, full)  # the same first chunk
+    groups = kappas[:60].reshape(6, 10).mean(-1)
+    assert (lo, hi) == (float(groups.quantile(0.05)), float(groups.quantile(0.95)))

@@ -60,28 +60,33 @@ def _duration(seconds: float | None) -> str:
 
 
 def paper_dry_run_table(dry: dict[str, dict], order: list[str]) -> str:
-    """One row per chapter with a paper dry run: its steps per loop, loops cut, the dry run's
-    wall and CPU seconds and peak memory, and the CPU time of the whole paper run extrapolated from
-    the first steps of each loop (:func:`companions.train.extrapolated_seconds`)."""
+    """One row per chapter with a paper dry run: how far it ran, its steps per loop, loops cut, the
+    dry run's wall and CPU seconds and peak memory, and the CPU time extrapolated from the first
+    steps of each loop (:func:`companions.train.extrapolated_seconds`): of the whole paper run
+    where the dry run ran every cell, of the cells up to its end (``≥``, a lower bound on the
+    whole run) where it ended after its first loops (``$COMPANIONS_DRY_RUN_LOOPS``)."""
     from companions.train import extrapolated_seconds
 
     rows = [
-        "| chapter | steps per loop | loops cut | dry run wall s | dry run CPU s "
+        "| chapter | ran | steps per loop | loops cut | dry run wall s | dry run CPU s "
         "| peak memory MiB | paper CPU time, extrapolated |",
-        "|---|--:|--:|--:|--:|--:|--:|",
+        "|---|---|--:|--:|--:|--:|--:|--:|",
     ]
     for chapter in order:
         led = dry.get(chapter)
         if led is None:
             continue
-        loops = led["dry_run"]["loops"]
+        record = led["dry_run"]
+        loops = record["loops"]
         cpu = _seconds(led, "cpu_seconds")
         known = cpu is not None and all("cpu_seconds" in loop for loop in loops)
         estimate = extrapolated_seconds(cpu, loops, "cpu_seconds") if known else None
+        ended = bool(record.get("ended"))
+        ran = f"to the end of loop {record['ends_after_loops']}" if ended else "every cell"
         rows.append(
-            f"| {chapter} | {led['dry_run']['steps']} | {len(loops)} | {_cell(_seconds(led))} "
+            f"| {chapter} | {ran} | {record['steps']} | {len(loops)} | {_cell(_seconds(led))} "
             f"| {_cell(cpu)} | {_cell(led.get('peak_memory_mb'))} "
-            f"| {_duration(estimate)} |"
+            f"| {'≥ ' if ended and estimate is not None else ''}{_duration(estimate)} |"
         )
     return "\n".join(rows)
 

@@ -18,6 +18,7 @@ import torch
 
 from companions.boolean import cube, walsh_hadamard  # noqa: F401  (moved to the core)
 from companions.emergence.network import Params, smoothed_relu_derivative
+from companions.train import progress
 
 # ---------------------------------------------------------------------------------------------
 # Lemma A.1 and Lemma 2.5 / A.2
@@ -91,7 +92,7 @@ def lemma_2_5_exhaustive(k_max: int, mu_denominator: int = 7) -> dict:
     ``mu in {0, 1/q, ..., k}`` (``q = mu_denominator``); returns counts of cases and of violations
     of each statement."""
     counts = dict(cases=0, misfit=0, size=0, a_bound=0, b_bound=0, pre_bound=0, candidate2=0)
-    for k in range(1, k_max + 1):
+    for k in progress(range(1, k_max + 1), desc="Lemma 2.5, every k"):
         subsets = [set(c) for r in range(k + 1) for c in itertools.combinations(range(1, k + 1), r)]
         for P in subsets:
             for num in range(0, k * mu_denominator + 1):

@@ -19,6 +19,7 @@ from companions.looped.theory import (
     prediction_error,
     smoothness,
 )
+from companions.train import progress
 
 #: Below this normalised squared error, float64 round-off dominates the computed error of the
 #: transformer (it bottoms out near 1e-31): points below it are masked, not plotted or tested.
@@ -100,12 +101,12 @@ def kappa_distribution(
     ``d``."""
     chunk = max(1, max_elements // (n * d))
     kappas = []
-    for start in range(0, draws, chunk):
+    for start in progress(range(0, draws, chunk), desc=f"kappa of {draws} prompts, n={n}"):
         size = min(chunk, draws - start)
         X = torch.randn(size, n, d, generator=generator, dtype=dtype).to(device)
         kappas.append(condition_number(X).cpu())
-    kappas = torch.cat(kappas)
-    groups = kappas[: (draws // group) * group].reshape(-1, group).mean(-1)
+    kappas = torch.cat(kappas)  # fewer than `draws` only in a dry run, which cuts the loop
+    groups = kappas[: (len(kappas) // group) * group].reshape(-1, group).mean(-1)
     return kappas, (float(groups.quantile(0.05)), float(groups.quantile(0.95)))
 
 
