@@ -91,6 +91,18 @@ def test_exhaustive_default_grid_of_mu():
     assert 0 < counts["candidate2"] < counts["cases"]
 
 
+def test_exhaustive_check_is_one_tracked_loop_over_k(monkeypatch):
+    from companions import train
+
+    monkeypatch.setenv(train.DRY_RUN_ENV, "1")  # a dry run keeps k = 1 only
+    monkeypatch.setattr(train, "_LOOPS", [])
+    monkeypatch.setattr(train, "_ACTIVE", [])
+    counts = theory.lemma_2_5_exhaustive(3)
+    assert counts["cases"] == 2 * 8  # k = 1: 2 label sets, mu in {0, 1/7, ..., 1}
+    (loop,) = train.dry_run_loops()
+    assert (loop["desc"], loop["planned"], loop["run"]) == ("Lemma 2.5, every k", 3, 1)
+
+
 def test_target_params_in_the_asked_dtype():
     dist = data.parity_mixture(20, 10, 3, F(1, 2), _gen())
     p = theory.target_params(dist, dtype=torch.float32)
