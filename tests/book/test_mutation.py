@@ -65,3 +65,13 @@ def test_the_repository_is_the_working_directorys(tmp_path, monkeypatch):
     assert M._root() == tmp_path
     stage = M._stage_dir(M._root(), "looped/theory.py")
     assert stage == tmp_path / "build" / "mutation" / "looped.theory"
+
+
+def test_a_run_stopped_at_its_time_limit_is_kept_whatever_its_exit(tmp_path):
+    log = tmp_path / "mutmut.log"
+    log.write_text("the last lines of mutmut's output")
+    for code in (0, 1, -2, -9):  # a stopped run: interrupted (SIGINT) or killed (SIGKILL)
+        M.check_exit("x.py", code, stopped=True, log_path=log)
+    M.check_exit("x.py", 0, stopped=False, log_path=log)
+    with pytest.raises(RuntimeError, match=r"(?s)mutmut failed on x.py \(exit 2\).*the last lines"):
+        M.check_exit("x.py", 2, stopped=False, log_path=log)
