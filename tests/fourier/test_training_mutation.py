@@ -147,13 +147,14 @@ def test_default_objective_with_minibatches_matches_adam_on_the_penalised_loss()
 
 
 def test_l22_objective_matches_adam_on_cross_entropy_plus_squared_norm():
-    # three runs of k = 2 (a penalty summed over a wrong axis of the tables cannot broadcast back)
-    p, k, widths, steps, lr, lam = 5, 2, [3, 2, 1], 5, 0.05, 0.05
+    # three runs, four neurons, k = 2: runs, neurons and k all differ, so a penalty summed over a
+    # wrong axis cannot broadcast back to one value a run
+    p, k, widths, steps, lr, lam = 5, 2, [4, 2, 1], 5, 0.05, 0.05
     run = ftr.train(
         p, k, widths, steps, lr, torch.Generator().manual_seed(5), regularizer="l22", lam=lam,
         dtype=F64, progress=False,
     )  # fmt: skip
-    U0, W0, _ = _draws(5, 3, 3, p, k, widths)
+    U0, W0, _ = _draws(5, 3, 4, p, k, widths)
     U, W, _ = _reference(U0, W0, p, k, steps, lr, objective="l22", lam=lam)
     assert torch.allclose(run.U, U, atol=1e-10) and torch.allclose(run.W, W, atol=1e-10)
     assert torch.all(run.U[1, 2:] == 0) and torch.all(run.U[2, 1:] == 0)  # masked: stay zero
