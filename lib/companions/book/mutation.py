@@ -64,6 +64,7 @@ TARGETS: dict[str, list[str]] = {
     "looped/theory.py": ["tests/looped"],
     "looped/experiments.py": ["tests/looped"],
     "fourier/training.py": ["tests/fourier"],
+    "fourier/network.py": ["tests/fourier"],
     "emergence/theory.py": ["tests/emergence"],
     "looped/training.py": ["tests/looped"],
     "icl_scale/theory.py": ["tests/icl_scale"],
