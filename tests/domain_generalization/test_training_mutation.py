@@ -62,8 +62,9 @@ def test_two_d_run_predicts_with_the_bias_added_and_counts_ties_as_errors():
     # A^T u = (1, 0): predict = x_1 + 0.25
     assert torch.allclose(run.predict(x), torch.tensor([1.25, -0.75, 0.0, 0.5, 3.25]))
     assert torch.equal(run.direction(), torch.tensor([1.0, 0.0]))
-    y = torch.tensor([1.0, 1.0, -1.0, 1.0, -1.0])
+    y = torch.tensor([1.0, 1.0, 1.0, 1.0, -1.0])
     # margins 1.25, -0.75, 0 (tie), 0.5, -3.25: two of five right (0.5 counts, 0 does not)
+    assert float(run.predict(x)[2]) == 0.0  # an exact tie, with y = +1
     assert run.accuracy(x, y) == pytest.approx(2 / 5)
 
 
