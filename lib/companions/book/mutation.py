@@ -55,6 +55,7 @@ TARGETS: dict[str, list[str]] = {
     "train.py": ["tests/core/test_core.py", "tests/core/test_train.py"],
     "domain_generalization/theory.py": ["tests/domain_generalization"],
     "domain_generalization/training.py": ["tests/domain_generalization"],
+    "domain_generalization/data.py": ["tests/domain_generalization"],
     "universality/theory.py": ["tests/universality"],
     "universality/training.py": ["tests/universality"],
     "looped/theory.py": ["tests/looped"],
