@@ -103,6 +103,31 @@ def test_domains_draw_for_draw():
     assert torch.equal(x, torch.cat(xs)) and torch.equal(y, torch.cat(ys))
     assert dom.tolist() == [0] * 4 + [1] * 4 + [2] * 4
     x64, y64, _ = data.sample_domains(2, 1, 3, [0.0], gen(11), dtype=F64)
-    assert x64.dtype == y64.dtype == F64
+    g = gen(11)
+    z = ref_features(2, 1, 3, 0.0, g, F64)  # the features are drawn in float64 too
+    yy = torch.where(torch.rand(2, generator=g) < 0.5, 1.0, -1.0).to(F64)
+    assert x64.dtype == y64.dtype == F64 and torch.equal(x64, z * yy[:, None])
     with pytest.raises(ValueError, match=r"parameter 'gammas\[1\]' = 0.5 is not allowed"):
         data.sample_domains(2, 1, 3, [0.0, 0.5], gen())
+
+
+def test_a_draw_on_the_threshold_falls_on_the_strict_side():
+    # every coin is `u < threshold` with u ~ U[0, 1): a draw equal to the threshold is a tails.
+    # (seeds found by search: their draw is exactly 1/2, a float32 grid point k / 2^24)
+    y_two_d = data.sample_two_d(256, 0.7, gen(174657))[1]
+    assert float(torch.rand(256, generator=gen(174657))[193]) == 0.5
+    assert float(y_two_d[193]) == -1.0
+    # sample_domains: z_R, |z_U| and the D_gamma coin take 3 x 256 draws before the label's coin
+    y_dom = data.sample_domains(256, 1, 2, [0.0], gen(1965))[1]
+    assert float(torch.rand(1024, generator=gen(1965))[768 + 219]) == 0.5
+    assert float(y_dom[219]) == -1.0
+    # the D_gamma coin against 1/2 + gamma, and alignment against p: put the threshold on a draw
+    draws = torch.rand(10, generator=gen(12), dtype=F64)  # 5 magnitudes, then 5 coins
+    gamma = float(draws[7]) - 0.5  # exact (Sterbenz): 0.5 + gamma is the draw itself
+    assert 0.5 + gamma == float(draws[7]) and abs(gamma) < 0.5
+    z = data.sample_d_gamma((5,), gamma, gen(12))
+    assert float(z[2]) == -float(draws[2])
+    raw = torch.rand(3 * 8, generator=gen(13))  # label coins, |x1| (float32), alignment coins
+    p = float(raw[16 + 3])
+    x, y = data.sample_two_d(8, p, gen(13))
+    assert float(x[3, 1] * y[3]) < 0  # not aligned: the coin equals p
