@@ -142,7 +142,7 @@ def test_pretrain_checks_its_arguments_at_the_boundaries(small):
 def test_cr_finetune_steps_project_onto_the_ball_with_the_stated_tolerance(small):
     lay, M = small
     W_star = uth.representation(uth.theory_loadings(lay, [0, 1]), M, k=lay.k)
-    for gamma, fro in ((0.2, None), (0.2, 1.8)):
+    for gamma, fro in ((0.2, None), (0.2, 1.9)):
         W, trace = utr.cr_finetune(
             lay, M, W_star, 0, gamma, 2, 32, 2.0, gen(15), dtype=F64, fro=fro
         )
@@ -152,7 +152,7 @@ def test_cr_finetune_steps_project_onto_the_ball_with_the_stated_tolerance(small
         assert W.dtype == F64 and torch.allclose(W, Wr, atol=1e-10), (gamma, fro)
         assert trace == pytest.approx(tr, rel=1e-12)
     # the Frobenius cap is active: W lies on it (the source's set would leave it above)
-    assert float(W.norm()) == pytest.approx(1.8, abs=1e-4)
+    assert float(W.norm()) == pytest.approx(1.9, abs=1e-9)
     # float32 by default
     W32, _ = utr.cr_finetune(lay, M, W_star, 0, 0.2, 2, 32, 2.0, gen(15))
     W64, _ = utr.cr_finetune(lay, M, W_star, 0, 0.2, 2, 32, 2.0, gen(15), dtype=F64)
