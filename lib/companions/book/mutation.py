@@ -59,6 +59,7 @@ TARGETS: dict[str, list[str]] = {
     ],
     "domain_generalization/theory.py": ["tests/domain_generalization"],
     "domain_generalization/training.py": ["tests/domain_generalization"],
+    "domain_generalization/data.py": ["tests/domain_generalization"],
     "universality/theory.py": ["tests/universality"],
     "universality/training.py": ["tests/universality"],
     "looped/theory.py": ["tests/looped"],
