@@ -70,6 +70,7 @@ TARGETS: dict[str, list[str]] = {
         "tests/contrastive/test_pruning.py",
         "tests/contrastive/test_theory_properties.py",
         "tests/contrastive/test_theory_boundaries.py",
+        "tests/contrastive/test_theory_mutation.py",
     ],
 }
 
