@@ -167,6 +167,15 @@ def test_mixture_ground_truth_hinge_one_component_has_no_others_term():
     assert own == pytest.approx(_hinge_by_quadrature(10, 3, 0.5, 0.7, 0.5)[0], rel=1e-12)
 
 
+def test_mixture_ground_truth_hinge_far_below_float_range():
+    # a mean 10^29 sigma away: the own term is about 10^(-2e57) (the tail Phi(b)), below any float,
+    # and its closed form cancels at 60 digits; the log10 returned is below -1e50 either way (-inf
+    # where it cancels), not an error
+    own, others = theory.mixture_ground_truth_hinge(10, 2, 1e29 / math.sqrt(10), 1.0, 2.0)
+    assert own < -1e50
+    assert math.isfinite(others) and others < 0
+
+
 def test_mixture_hinge_bound_value():
     # Lemma 3.17: 3 / d^tau + 4 / (d^(0.9 tau - 1) sqrt(tau log d)); at d = 10, tau = 2:
     # 3/100 + 4 / (10^0.8 sqrt(2 ln 10))
