@@ -71,11 +71,13 @@ TARGETS: dict[str, list[str]] = {
     "icl_scale/theory.py": ["tests/icl_scale"],
     "fine_labels/theory.py": ["tests/fine_labels"],
     "gradient_features/theory.py": ["tests/gradient_features"],
+    "gradient_features/network.py": ["tests/gradient_features"],
     "contrastive/theory.py": [
         "tests/contrastive/test_contrastive.py",
         "tests/contrastive/test_pruning.py",
         "tests/contrastive/test_theory_properties.py",
         "tests/contrastive/test_theory_boundaries.py",
+        "tests/contrastive/test_theory_mutation.py",
     ],
 }
 
