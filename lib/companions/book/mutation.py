@@ -68,6 +68,7 @@ TARGETS: dict[str, list[str]] = {
     "looped/training.py": ["tests/looped"],
     "icl_scale/theory.py": ["tests/icl_scale"],
     "fine_labels/theory.py": ["tests/fine_labels"],
+    "fine_labels/training.py": ["tests/fine_labels"],
     "gradient_features/theory.py": ["tests/gradient_features"],
     "contrastive/theory.py": [
         "tests/contrastive/test_contrastive.py",
