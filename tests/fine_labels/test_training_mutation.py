@@ -205,6 +205,8 @@ def log_by_hand(W, b, W0, b0, C, m, tau_sigma0, delta, tests, noise_W_draw, how=
 )
 def test_train_log_at_t0_matches_a_hand_computation(C, how, with_scores_fn):
     net = small_net(C, seed=5)
+    net.W[0, 1] = 0.0  # a neuron whose every pre-activation is exactly 0: relu'(0) = 0 counts as
+    net.b[0, 1] = 0.0  # inactive (the strict '> 0' of nonact and noise)
     W, b = net.W.clone(), net.b.clone()
     # a start that differs from the current weights, so that growth and gains are not zero
     W0 = W + 0.4 * torch.randn(W.shape, generator=g(6), dtype=F64)
@@ -246,6 +248,8 @@ def test_train_log_at_t0_matches_a_hand_computation(C, how, with_scores_fn):
         assert bool(torch.isfinite(want["offdiag"]).all())
     assert torch.allclose(h["bias"][0], want["bias"])
     assert torch.allclose(h["margin"][0], want["margin"])
+    for key in ("A", "R", "nonact", "noise", "offdiag", "bias", "margin"):
+        assert h[key][0].shape == want[key].shape, key
     for name in ("easy", "hard"):
         assert torch.allclose(h["acc"][name][0].double(), want["acc"][name])
     assert h["T0"].tolist() == [-1, -1]
@@ -363,6 +367,12 @@ def test_train_records_T0_as_the_first_crossing():
     h = ftrain.train(net.clone(), DC, 6, 4, 2.0, 1e3, coarse, g(14), [0], tests, 0.3, 0.2, B=B)
     assert h["T0"].tolist() == T0
     assert T0[0] > 0, T0  # the crossing is not at the start
+    # B equal to seed 0's best score over the run: crossing means F_y >= B (Definition G.2)
+    B = max(b[0] for b in bests)
+    _, _, T0, _, _ = replay(*args, B=B, tests=tests)
+    assert T0[0] == [b[0] for b in bests].index(B)
+    h = ftrain.train(net.clone(), DC, 6, 4, 2.0, 1e3, coarse, g(14), [0], tests, 0.3, 0.2, B=B)
+    assert h["T0"].tolist() == T0
     for s in range(2):
         for name in tests:
             if T0[s] < 0:
