@@ -98,6 +98,13 @@ def test_coarse_scores_default_is_the_max():
     assert ftrain.coarse_scores(F, "sum").tolist() == [[[5.0, 4.0]]]
     F6 = torch.arange(6.0).reshape(1, 1, 6)  # k = 3: groups (0, 1, 2) and (3, 4, 5)
     assert ftrain.coarse_scores(F6).tolist() == [[[2.0, 5.0]]]
+    # two samples of a fine model: the samples axis must not be mistaken for the outputs
+    F2 = torch.tensor([[[0.0, 5.0, 1.0, 3.0], [4.0, 1.0, 0.0, 2.0]]])
+    assert ftrain.coarse_scores(F2).tolist() == [[[5.0, 3.0], [4.0, 2.0]]]
+    # a coarse model is its own score, whatever the aggregation
+    assert ftrain.coarse_scores(F2[..., :2], "no such rule").tolist() == [[[0.0, 5.0], [4.0, 1.0]]]
+    with pytest.raises(ValueError, match="3 outputs"):  # an odd count has no two superclasses
+        ftrain.coarse_scores(torch.zeros(1, 1, 3))
 
 
 def test_evaluate_reads_each_set_through_how():
@@ -278,7 +285,21 @@ def test_train_offdiag_is_empty_for_grouped_models():
 
 
 # -- train: the loop, replayed -------------------------------------------------------------------
-def replay(net, steps, N, eta, lam, labels_of, seed, logs, n_noise, B=None, tests=None):
+def replay(
+    net,
+    steps,
+    N,
+    eta,
+    lam,
+    labels_of,
+    seed,
+    logs,
+    n_noise,
+    B=None,
+    tests=None,
+    how="max",
+    scores_fn=None,
+):
     """The loop of train, by hand: snapshots of W at each log time, and T0 / accuracies at T0."""
     gen = g(seed)
     net = net.clone()
@@ -298,8 +319,9 @@ def replay(net, steps, N, eta, lam, labels_of, seed, logs, n_noise, B=None, test
                 best = bests[-1][s]
                 if best >= B and T0[s] < 0:
                     T0[s] = t
-                    at[s] = {k: float(v[s]) for k, v in ftrain.evaluate(net, tests).items()}
-        ftrain.sgd_step(net, X, lab, eta, lam)
+                    acc = ftrain.evaluate(net, tests, how)
+                    at[s] = {k: float(v[s]) for k, v in acc.items()}
+        ftrain.sgd_step(net, X, lab, eta, lam, scores_fn)
     return net, snaps, T0, at, bests
 
 
@@ -379,3 +401,57 @@ def test_train_records_T0_as_the_first_crossing():
                 assert math.isnan(float(h["at_T0"][name][s]))
             else:
                 assert float(h["at_T0"][name][s]) == pytest.approx(at[s][name])
+
+
+def test_train_fine_tuning_steps_through_scores_fn_and_reads_T0_through_how():
+    net = small_net(4, seed=15)
+    tests = make_tests()
+    sfn = lambda F: fmodel.aggregate(F, 2, "max")  # noqa: E731  fine-tuning through hat F
+    args = (net, 4, 4, 2.0, 1e3, coarse, 16, [0], 256)
+    end, _, _, _, bests = replay(*args, B=math.inf, tests=tests, scores_fn=sfn)
+    B = max(b[0] for b in bests)
+    _, _, T0, at, _ = replay(*args, B=B, tests=tests, how="sum", scores_fn=sfn)
+    trained = net.clone()
+    h = ftrain.train(
+        trained,
+        DC,
+        4,
+        4,
+        2.0,
+        1e3,
+        coarse,
+        g(16),
+        [0],
+        tests,
+        0.3,
+        0.2,
+        B=B,
+        scores_fn=sfn,
+        how="sum",
+    )
+    assert torch.allclose(trained.W, end.W, atol=1e-12)
+    plain = net.clone()  # the same steps without scores_fn train the four outputs directly
+    ftrain.train(plain, DC, 4, 4, 2.0, 1e3, coarse, g(16), [0], tests, 0.3, 0.2)
+    assert not torch.allclose(plain.W, end.W)
+    assert h["T0"].tolist() == T0 and T0[0] >= 0
+    for name in tests:
+        assert float(h["at_T0"][name][0]) == pytest.approx(at[0][name])
+
+
+def test_train_reads_accuracies_at_T0_through_how():
+    # outputs (+,0), (+,1), (-,0), (-,1) respond 1, 0, 0.6, 0.6 to v+ and 0 to anything else:
+    # a '+' sample holding v+ is right under the max (1 > 0.6) and wrong under the sum
+    # (1 < 1.2); a sample without v+ ties at 0, a mistake under both
+    W = torch.zeros(2, 4, DC.d, dtype=F64)
+    W[:, 0, 0], W[:, 2, 0], W[:, 3, 0] = 1.0, 0.6, 0.6
+    X = torch.zeros(2, 2, DC.P, DC.d, dtype=F64)
+    X[:, 0, 0, 0] = 1.0
+    tests = {"easy": (X, torch.tensor([[0, 1], [0, 1]]))}
+    for how, want in (("max", 0.5), ("sum", 0.0)):
+        net = fmodel.Net(W.clone(), torch.zeros(2, 4, dtype=F64), 4, 1)
+        h = ftrain.train(
+            net, DC, 1, 4, 0.1, 1.0, coarse, g(17), [0], tests, 0.3, 0.2, B=-1.0, how=how
+        )
+        assert h["T0"].tolist() == [0, 0]
+        assert h["at_T0"]["easy"].tolist() == [want, want]
+        assert h["acc"]["easy"][0].tolist() == [want, want]
