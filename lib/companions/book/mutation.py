@@ -69,6 +69,7 @@ TARGETS: dict[str, list[str]] = {
     "icl_scale/theory.py": ["tests/icl_scale"],
     "fine_labels/theory.py": ["tests/fine_labels"],
     "fine_labels/training.py": ["tests/fine_labels"],
+    "fine_labels/model.py": ["tests/fine_labels"],
     "gradient_features/theory.py": ["tests/gradient_features"],
     "contrastive/theory.py": [
         "tests/contrastive/test_contrastive.py",
