@@ -70,6 +70,8 @@ TARGETS: dict[str, list[str]] = {
     "looped/training.py": ["tests/looped"],
     "icl_scale/theory.py": ["tests/icl_scale"],
     "fine_labels/theory.py": ["tests/fine_labels"],
+    "fine_labels/training.py": ["tests/fine_labels"],
+    "fine_labels/model.py": ["tests/fine_labels"],
     "gradient_features/theory.py": ["tests/gradient_features"],
     "gradient_features/network.py": ["tests/gradient_features"],
     "contrastive/theory.py": [
