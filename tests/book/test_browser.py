@@ -84,6 +84,21 @@ def _chapters() -> list[tuple[str, str]]:
 
 CHAPTERS = _chapters()
 
+#: Under pytest-xdist (``pytest -n 2``, as ``.ci/run`` runs this file) the tests share out over this
+#: many browsers, one per worker: each group gets its own server and browser (module fixtures).
+BROWSERS = 2
+
+
+def on_browser(index: int):
+    """The xdist group of the ``index``-th test of a kind: the tests alternate between browsers."""
+    return pytest.mark.xdist_group(f"browser-{index % BROWSERS}")
+
+
+#: Each chapter's parameters, shared out over the browsers.
+CHAPTER_PARAMS = [
+    pytest.param(d, c, id=c, marks=on_browser(i)) for i, (d, c) in enumerate(CHAPTERS)
+]
+
 
 # -------------------------------------------------------------------------------------------------
 # Fixtures: the built HTML, a local server, a browser
@@ -284,7 +299,7 @@ def test_toc_has_chapters():
     assert CHAPTERS, "_toc.yml lists no declared chapter: the browser test would check nothing"
 
 
-@pytest.mark.parametrize("docname,chapter_id", CHAPTERS, ids=[c for _, c in CHAPTERS])
+@pytest.mark.parametrize("docname,chapter_id", CHAPTER_PARAMS)
 def test_chapter_page(browser, site, docname, chapter_id):
     url = urljoin(site, f"{docname}.html")
     page = open_page(browser, url)
@@ -343,7 +358,7 @@ def test_chapter_page(browser, site, docname, chapter_id):
     assert binder and all(f"{docname}.md" in h for h in binder), f"{where}: Binder {binder}"
 
 
-@pytest.mark.parametrize("docname,chapter_id", CHAPTERS, ids=[c for _, c in CHAPTERS])
+@pytest.mark.parametrize("docname,chapter_id", CHAPTER_PARAMS)
 def test_search_finds_a_theorem(browser, site, docname, chapter_id):
     page = open_page(browser, urljoin(site, f"{docname}.html"))
     assert page["theorem_titles"], f"{docname}: no theorem box to search for"
@@ -372,6 +387,7 @@ def test_search_finds_a_theorem(browser, site, docname, chapter_id):
     )
 
 
+@on_browser(0)
 def test_intro_ledger_page_and_screenshots(browser, site):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     browser.get(urljoin(site, "index.html"))  # the book's front door redirects to the introduction
@@ -466,7 +482,7 @@ return {same_page: links.length, broken: broken, proof_refs: proofs,
 """
 
 
-@pytest.mark.parametrize("docname,chapter_id", CHAPTERS, ids=[c for _, c in CHAPTERS])
+@pytest.mark.parametrize("docname,chapter_id", CHAPTER_PARAMS)
 def test_figures_are_captioned_named_and_cited(browser, site, docname, chapter_id):
     open_page(browser, urljoin(site, f"{docname}.html"))
     facts = browser.execute_script(FIGURE_FACTS)
@@ -476,7 +492,7 @@ def test_figures_are_captioned_named_and_cited(browser, site, docname, chapter_i
     assert not facts["uncited"], f"{docname}: figures the text never cites: {facts['uncited']}"
 
 
-@pytest.mark.parametrize("docname,chapter_id", CHAPTERS, ids=[c for _, c in CHAPTERS])
+@pytest.mark.parametrize("docname,chapter_id", CHAPTER_PARAMS)
 def test_cross_references_land(browser, site, docname, chapter_id):
     open_page(browser, urljoin(site, f"{docname}.html"))
     facts = browser.execute_script(XREF_FACTS)
@@ -556,6 +572,7 @@ def check_ledger_filters_and_links(browser, url: str) -> dict:
     return start
 
 
+@on_browser(1)
 def test_ledger_page_filters_and_links_claims(browser, site):
     facts = check_ledger_filters_and_links(browser, urljoin(site, "book/ledger.html"))
     claims = sum(len(_ledger(chapter_id)["claims"]) for _, chapter_id in CHAPTERS)
@@ -584,6 +601,7 @@ def save_chapter_screenshots(browser, site: str, chapters, folder: Path) -> list
     return shots
 
 
+@on_browser(1)
 def test_chapter_screenshots(browser, site):
     chosen = [(d, c) for d, c in CHAPTERS if c in SCREENSHOT_CHAPTERS] or CHAPTERS[:2]
     for shot in save_chapter_screenshots(browser, site, chosen, ARTIFACTS):
@@ -619,6 +637,7 @@ def tiny_browser():
         shutil.rmtree(profile, ignore_errors=True)
 
 
+@on_browser(0)
 def test_tiny_book_ledger_filters_and_links(tiny_browser, tmp_path, monkeypatch):
     from tests.book import test_sphinx_ext as tiny
 
