@@ -241,15 +241,17 @@ def test_every_chapter_has_three_graded_questions(chapter_id):
 def test_assignment_grades_solution_full_blank_zero_and_one_wrong_answer(chapter_id, tmp_path):
     bundle = assign.build_assignment(chapter_id, _notebook(chapter_id), tmp_path, scale="smoke")
     target = bundle.questions[len(bundle.questions) // 2]
-    # One session: the judge runs the solution once, each notebook runs in its own sandboxed
-    # kernel, and the wrong answer is the solution's exported answers with one question's 1 % off
-    # (the same answers wrong_submission would make, without running the chapter a fourth time).
+    # One execution of the chapter per submission kind that needs one: the judge runs the solution
+    # once and exports its answers, which are the full submission; the blank student notebook runs
+    # in its sandboxed kernel beside it; the wrong answer is the full answers with one question's
+    # 1 % off (the answers wrong_submission would make). A sandboxed run of a full submission is
+    # tested on a small chapter in tests/book/test_grade.py.
     with assign.Grader(bundle.folder) as grader:
-        full = grader.grade(bundle.solution, keep_answers=tmp_path / "full.json")
         blank = grader.grade(bundle.student)
+        full = grader.grade_answers(grader.solution_answers())
         names = next(t.answers for t in grader.tests if t.question == target.name)
         wrong = grader.grade_answers(
-            assign.wrong_answers(tmp_path / "full.json", names, tmp_path / "wrong.json")
+            assign.wrong_answers(grader.solution_answers(), names, tmp_path / "wrong.json")
         )
     assert full.total == full.max_total == sum(q.points for q in bundle.questions), full.table()
     assert blank.total == 0, blank.table()

@@ -275,6 +275,19 @@ def test_a_class_is_graded_and_no_cheat_scores(bundle, tmp_path):
         assert "junk" not in grade.feedback() and "gamma" not in grade.feedback().split(":")[-1]
 
 
+def test_the_solutions_own_answers_are_what_a_sandboxed_run_of_it_exports(bundle, tmp_path):
+    """The judge's export of the solution's answers (which the suite grades as each chapter's full
+    submission) is what a student's run of the solution in the sandbox exports, and scores full."""
+    with assign.Grader(bundle.folder) as grader:
+        run = grader.grade(bundle.solution, keep_answers=tmp_path / "run.json")
+        own = grader.solution_answers()  # lives as long as the grading session
+        graded = grader.grade_answers(own)
+        exported = json.loads(own.read_text())
+    assert set(exported) == set(answer_names(bundle))
+    assert exported == json.loads((tmp_path / "run.json").read_text())
+    assert graded.total == run.total == run.max_total, (graded.table(), run.table())
+
+
 NUMBERS = "answer_width = 6\nanswer_raw_margin = 1.0\nanswer_normalized_margin = 1.0"
 
 

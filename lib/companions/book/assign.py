@@ -688,6 +688,13 @@ class Grader:
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 
+    def solution_answers(self) -> Path:
+        """The answers the solution notebook exported when the judge ran it: what a perfect
+        submission exports (:meth:`companions.book.judge.Judge.solution_answers`). Grading them
+        with :meth:`grade_answers` checks the hidden tests without running the notebook again.
+        The file lives as long as this grading session."""
+        return self._judge_started().solution_answers()
+
     def grade_answers(self, answers: str | Path, *, student: str = "") -> Grade:
         """Judge answers exported earlier by a graded submission (no notebook is run)."""
         answers = Path(answers)

@@ -347,6 +347,8 @@ class Judge:
 
     def __init__(self, solution: Path, tests: list[HiddenTest], workdir: Path, test_limit=300):
         self.tests = tests
+        #: where the solution's own ``answer_*`` values are exported (:meth:`solution_answers`)
+        self.solution_answers_file = Path(workdir) / "solution-answers.json"
         self._requests: queue.Queue = queue.Queue()
         self._ready = threading.Event()
         self._error: BaseException | None = None
@@ -358,6 +360,8 @@ class Judge:
     def _serve(self, solution: Path, workdir: Path, test_limit: float) -> None:
         import nbformat
         from nbclient import NotebookClient
+
+        from companions.book import sandbox
 
         try:
             nb = nbformat.read(solution, as_version=4)
@@ -382,6 +386,14 @@ class Judge:
                             f"the solution notebook failed in cell {i + 1}: "
                             f"{errors[0].ename}: {errors[0].evalue}"
                         )
+                # the answers a perfect submission would export, before any are judged
+                dumped = self._run(client, nb, sandbox.DUMP_CELL)
+                if dumped:
+                    raise RuntimeError(
+                        f"the solution's answers could not be exported: "
+                        f"{dumped[0].ename}: {dumped[0].evalue}"
+                    )
+                (workdir / sandbox.ANSWERS).replace(self.solution_answers_file)
                 self._run(
                     client,
                     nb,
@@ -413,6 +425,15 @@ class Judge:
         if isinstance(result, BaseException):
             raise RuntimeError(f"the judge failed: {result}") from result
         return result
+
+    def solution_answers(self) -> Path:
+        """The solution's own ``answer_*`` values, exported as a submission's are (by
+        :data:`companions.book.sandbox.DUMP_CELL`) once the solution has run: the answers a
+        perfect submission exports. Waits for the solution to finish."""
+        self._ready.wait()
+        if self._error is not None:
+            raise RuntimeError(f"the judge failed: {self._error}") from self._error
+        return self.solution_answers_file
 
     def judge(self, answers_file: Path | None) -> dict[str, Verdict]:
         """``{question: Verdict}`` for the answers in ``answers_file`` (None: no answers)."""
