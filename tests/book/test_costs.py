@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 import yaml
 
@@ -85,6 +88,23 @@ def test_threads_share_the_cores_out():
 
 def test_the_build_lists_the_chapters_in_the_books_order():
     assert build.chapter_ids(ROOT) == CHAPTER_IDS
+
+
+def test_chapters_start_longest_smoke_run_first(tmp_path):
+    paths = [Path(f"{c}.md") for c in "abcde"]
+    for chapter_id, seconds, scale in [
+        ("a", 3.0, "smoke"),
+        ("b", 9.5, "smoke"),
+        ("d", 40, "default"),
+    ]:
+        (tmp_path / f"{chapter_id}.json").write_text(
+            json.dumps({"scale": scale, "wall_seconds": seconds})
+        )
+    (tmp_path / "e.json").write_text("{not json")
+    ids = list("abcde")
+    # no readable smoke ledger (c: none, d: another scale, e: broken) first, in the book's order
+    assert [p.stem for p in build.longest_first(paths, ids, tmp_path)] == list("cdeba")
+    assert build.longest_first(paths, ids, None) == paths
     assert all(p.suffix == ".md" and p.is_file() for p in build.chapter_sources(ROOT))
 
 

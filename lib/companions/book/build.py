@@ -5,7 +5,8 @@ builds the same HTML in less time on a machine with several cores:
 
 1. every chapter of the table of contents is executed by its own kernel, ``jobs`` at a time, each
    kernel given its share of the cores as threads (two kernels that each spin two threads on two
-   cores slow each other several-fold);
+   cores slow each other several-fold); the longest start first where the smoke ledgers of the
+   test suite are at hand (``$BOOK_SMOKE_LEDGER_DIR``, as in ``.ci/run``);
 2. the executed notebooks go into a fresh jupyter-cache under ``_build/.jupyter_cache``, keyed as
    myst-nb keys them (the code cells and the kernel);
 3. ``jupyter-book build`` runs with ``execute_notebooks: cache`` (a copy of ``_config.yml``), so it
@@ -19,6 +20,8 @@ fails here is not cached: the build then runs it itself and reports its error as
 from __future__ import annotations
 
 import concurrent.futures
+import json
+import math
 import os
 import shutil
 import subprocess
@@ -99,15 +102,41 @@ def chapter_ids(root: Path) -> list[str]:
     return [declared[str(p.relative_to(root).with_suffix(""))].id for p in chapter_sources(root)]
 
 
+def longest_first(sources: list[Path], ids: list[str], ledger_dir: Path | None) -> list[Path]:
+    """The chapters in the order to start them: by the wall time of their smoke ledger in
+    ``ledger_dir``, longest first, so that the longest chapter does not start last while the other
+    workers stand idle. A chapter without a readable smoke ledger goes first (it may be long);
+    ties and chapters without one keep the book's order. Without ``ledger_dir``, the book's order.
+    """
+    if ledger_dir is None:
+        return list(sources)
+
+    def smoke_seconds(chapter_id: str) -> float:
+        try:
+            ledger = json.loads((Path(ledger_dir) / f"{chapter_id}.json").read_text())
+            return float(ledger["wall_seconds"]) if ledger.get("scale") == "smoke" else math.inf
+        except (OSError, ValueError, KeyError, TypeError):
+            return math.inf
+
+    seconds = {path: smoke_seconds(chapter_id) for path, chapter_id in zip(sources, ids)}
+    return sorted(sources, key=lambda path: -seconds[path])
+
+
 def execute_chapters(
     root: Path, jobs: int, timeout: int = 600, log=print
 ) -> tuple[dict[str, float], dict[str, str]]:
-    """Execute every chapter, ``jobs`` at a time, into a fresh cache under ``root/_build``.
+    """Execute every chapter, ``jobs`` at a time, into a fresh cache under ``root/_build``; longest
+    first when ``$BOOK_SMOKE_LEDGER_DIR`` holds their smoke ledgers (:func:`longest_first`).
     Returns ``({chapter path: seconds}, {chapter path: error})``."""
     from jupyter_cache import get_cache
     from jupyter_cache.base import CacheBundleIn
 
-    sources = chapter_sources(root)
+    from companions.ledger import SMOKE_LEDGER_ENV
+
+    smoke = os.environ.get(SMOKE_LEDGER_ENV)
+    sources = longest_first(
+        chapter_sources(root), chapter_ids(root), Path(smoke) if smoke else None
+    )
     cache_dir = root / CACHE
     if cache_dir.exists():
         shutil.rmtree(cache_dir)
