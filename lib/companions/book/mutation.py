@@ -69,6 +69,8 @@ TARGETS: dict[str, list[str]] = {
     "emergence/theory.py": ["tests/emergence"],
     "looped/training.py": ["tests/looped"],
     "icl_scale/theory.py": ["tests/icl_scale"],
+    "icl_scale/model.py": ["tests/icl_scale"],
+    "gemfilter/model.py": ["tests/gemfilter"],
     "fine_labels/theory.py": ["tests/fine_labels"],
     "fine_labels/training.py": ["tests/fine_labels"],
     "fine_labels/model.py": ["tests/fine_labels"],
