@@ -7,6 +7,7 @@ weight decay, Adam) against steps worked out by hand."""
 from __future__ import annotations
 
 import math
+import re
 
 import mpmath as mp
 import pytest
@@ -74,7 +75,8 @@ def test_symmetric_init_scales_pattern_and_precision():
 
 
 def test_symmetric_init_needs_positive_gamma():
-    with pytest.raises(ValueError, match="parameter 'gamma' = 0"):
+    msg = "parameter 'gamma' = 0.0 is not allowed: sigma_a = sigma~^2/(gamma k^2) needs gamma > 0"
+    with pytest.raises(ValueError, match=f"^{re.escape(msg)}$"):
         network.symmetric_init(2, 3, 2, 1.0, 0.0, _gen())
     network.symmetric_init(2, 3, 2, 1.0, 1e-9, _gen())  # any gamma > 0 is allowed
 
@@ -91,7 +93,7 @@ def test_truncated_relu_and_its_derivative_at_the_edges():
     assert network.smoothed_relu_derivative(z, 0).dtype == F64
 
 
-@pytest.mark.parametrize("s", [0.3, 1.7])
+@pytest.mark.parametrize("s", [0.3, 1.0, 1.7])
 def test_smoothed_relu_equals_the_integral(s):
     # E clamp(z + xi, 0, 1) = int_0^1 Pr[z + xi > t] dt = int_0^1 Phi((z - t)/s) dt, and its
     # derivative in z is Phi(z/s) - Phi((z-1)/s); both by mpmath
@@ -194,8 +196,12 @@ def test_class_weights_by_hand_and_a_single_negative_class():
     y = torch.tensor([1.0, -1.0, -1.0, -1.0, 1.0], dtype=F64)
     # alpha_+ = 1/(2 * 2), alpha_- = 1/(2 * 3)
     assert network.class_weights(y).tolist() == pytest.approx([1 / 4, 1 / 6, 1 / 6, 1 / 6, 1 / 4])
-    with pytest.raises(ValueError, match="parameter 'y' has a single class"):
+    msg = "parameter 'y' has a single class: class weights (A.293) need both"
+    with pytest.raises(ValueError, match=f"^{re.escape(msg)}$"):
         network.class_weights(-torch.ones(3))
+    # one example of a class is enough: alpha_+ = 1/2, alpha_- = 1/(2 * 2)
+    one = torch.tensor([-1.0, 1.0, -1.0], dtype=F64)
+    assert network.class_weights(one).tolist() == [0.25, 0.5, 0.25]
 
 
 def test_cosines_by_hand():
@@ -277,3 +283,21 @@ def test_smoothed_relu_is_finite_far_out():
     z = torch.tensor([-40.0, 40.0], dtype=F64)
     assert network.smoothed_relu(z, 0.5).tolist() == pytest.approx([0.0, 1.0], abs=1e-15)
     assert math.isfinite(float(network.smoothed_relu_derivative(z, 0.5).sum()))
+
+
+def test_train_late_default_eval_every_is_ten():
+    p, (X, y) = _params(), _data()
+    _, hist = network.train_late(
+        p, X, y, 11, 4, _gen(), evaluate=lambda q: {"one": 1}, progress=False
+    )
+    assert hist["step"] == [0, 10, 11]
+
+
+def test_train_late_progress_bar_shows_its_label_only_when_asked(capsys):
+    p, (X, y) = _params(), _data()
+    network.train_late(p, X, y, 2, 4, _gen(), lr=0.01, progress=False)
+    assert capsys.readouterr().err == ""
+    network.train_late(p, X, y, 2, 4, _gen(), lr=0.01)  # progress on by default, desc "network"
+    assert "network: " in capsys.readouterr().err
+    network.train_late(p, X, y, 2, 4, _gen(), lr=0.01, desc="late steps")
+    assert "late steps: " in capsys.readouterr().err
