@@ -55,11 +55,11 @@ def test_params_detach_is_an_equal_copy_and_width_counts_rows():
 
 
 def test_symmetric_init_scales_pattern_and_precision():
-    m, d, k, sigma_tilde, gamma = 3000, 2, 2, 1.5, 0.25
+    m, d, k, sigma_tilde, gamma = 3000, 2, 3, 1.5, 0.5
     p = network.symmetric_init(m, d, k, sigma_tilde, gamma, _gen(3))
     assert p.width == 2 * m and p.W.dtype == F64
-    # sigma_w = 1/k, sigma_b = 1/k^2, sigma_a = sigma~^2/(gamma k^2) = 2.25: sample stds of
-    # 6000 / 3000 / 3000 normal draws, within 6 %
+    # sigma_w = 1/3, sigma_b = 1/9, sigma_a = sigma~^2/(gamma k^2) = 2.25/4.5 = 0.5: sample stds
+    # of 6000 / 3000 / 3000 normal draws, within 6 %
     assert float(p.W[:m].std()) == pytest.approx(1 / k, rel=0.06)
     assert float(p.b[:m].std()) == pytest.approx(1 / k**2, rel=0.06)
     assert float(p.a[:m].std()) == pytest.approx(sigma_tilde**2 / (gamma * k**2), rel=0.06)
