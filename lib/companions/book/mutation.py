@@ -67,6 +67,7 @@ TARGETS: dict[str, list[str]] = {
     "fourier/training.py": ["tests/fourier"],
     "fourier/network.py": ["tests/fourier"],
     "emergence/theory.py": ["tests/emergence"],
+    "emergence/network.py": ["tests/emergence"],
     "looped/training.py": ["tests/looped"],
     "icl_scale/theory.py": ["tests/icl_scale"],
     "icl_scale/model.py": ["tests/icl_scale"],
