@@ -148,6 +148,25 @@ def test_train_rejects_bad_steps_and_N(steps, N):
         ftrain.train(small_net(2), DC, steps, N, 0.1, 1.0, coarse, g(), [0], make_tests(), 0.3, 0.1)
 
 
+@pytest.mark.parametrize("log_times", [[], [-1, 4], [5]])
+def test_train_names_log_times_without_a_time_in_range(log_times):
+    with pytest.raises(ValueError) as err:
+        ftrain.train(
+            small_net(2), DC, 3, 2, 0.1, 1.0, coarse, g(), log_times, make_tests(), 0.3, 0.1
+        )
+    assert str(err.value) == (
+        f"parameter 'log_times' = {log_times!r} has no time in [0, steps = 3]: "
+        "nothing would be logged"
+    )
+
+
+def test_train_logs_only_the_times_in_range_each_once():
+    h = ftrain.train(
+        small_net(2), DC, 2, 4, 0.1, 1.0, coarse, g(), (3, 2, -1, 2), make_tests(), 0.3, 0.1
+    )
+    assert h["t"].tolist() == [2]
+
+
 def test_train_accepts_zero_steps_and_one_sample():
     h = ftrain.train(small_net(2), DC, 0, 1, 0.1, 1.0, coarse, g(), [0], make_tests(), 0.3, 0.1)
     assert h["t"].tolist() == [0]

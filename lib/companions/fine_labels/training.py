@@ -131,7 +131,12 @@ def train(
     """
     if steps < 0 or N < 1:
         raise ValueError(f"parameters 'steps' = {steps} and 'N' = {N} must be >= 0 and >= 1")
-    log_times = sorted(set(int(t) for t in log_times if 0 <= t <= steps))
+    given, log_times = log_times, sorted(set(int(t) for t in log_times if 0 <= t <= steps))
+    if not log_times:
+        raise ValueError(
+            f"parameter 'log_times' = {list(given)!r} has no time in [0, steps = {steps}]: "
+            "nothing would be logged"
+        )
     dev, dt = net.W.device, net.W.dtype
     S, k = net.W.shape[0], dcfg.k
     feats = torch.arange(2 + 2 * k, device=dev)
