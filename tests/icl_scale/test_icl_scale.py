@@ -277,6 +277,26 @@ def test_seeds_to_decide():
     assert stats.decide(0.02, 0.01 * (3 / m) ** 0.5, m) is True
     assert stats.decide(0.02, 0.01 * (3 / (m - 1)) ** 0.5, m - 1) is None
     assert ex.seeds_to_decide(0.0, 0.01, 3) is None
+    assert ex.seeds_to_decide(0.02, 1.0, 3) is None  # would need about 7500 seeds: over 'most'
+
+
+@pytest.mark.parametrize(
+    "effect, se, n, margin",
+    [(0.02, 0.01, 3, 0.0), (0.5, 0.3, 2, 0.1), (-0.2, 0.05, 4, 0.0), (0.3, 0.1, 5, 0.25)],
+)
+def test_seeds_to_decide_is_the_first_decided_count_of_a_plain_search(effect, se, n, margin):
+    from companions import stats
+
+    most = 40
+    plain = next(
+        (
+            m
+            for m in range(n + 1, most + 1)
+            if stats.t_critical(m - 1) * se * (n / m) ** 0.5 < abs(effect - margin)
+        ),
+        None,
+    )
+    assert ex.seeds_to_decide(effect, se, n, margin, most=most) == plain
 
 
 from companions.icl_scale import parity as pa  # noqa: E402

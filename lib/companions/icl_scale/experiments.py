@@ -8,6 +8,7 @@ Monte Carlo runs in float64; training in float32. Every mean comes with its stan
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
 
 import torch
@@ -166,7 +167,15 @@ def seeds_to_decide(effect: float, se: float, n: int, margin: float = 0.0, most:
     from companions import stats
 
     gap = abs(effect - margin)
-    for m in range(n + 1, most + 1):
+    if gap == 0:
+        return None
+    # t_critical(df) exceeds the normal quantile z for every df, so no n' <= n (z se / gap)^2
+    # decides: the search starts there rather than computing a t quantile for each n' below it.
+    z = statistics.NormalDist().inv_cdf(0.975)
+    bound = n * (z * se / gap) ** 2
+    if bound >= most:
+        return None
+    for m in range(max(n + 1, math.floor(bound)), most + 1):
         if stats.t_critical(m - 1) * se * math.sqrt(n / m) < gap:
             return m
     return None
