@@ -351,8 +351,9 @@ def _dry_run_record() -> dict:
     if steps is None:
         return {}
     record = {"steps": steps, "loops": train.dry_run_loops()}
-    if train.dry_run_loop_limit() is not None:
-        record["ends_after_loops"] = train.dry_run_loop_limit()
+    limit = train.dry_run_loop_limit()
+    if limit is not None:
+        record["ends_after_loops"] = limit
         record["ended"] = train.dry_run_ended()
     return {"dry_run": record}
 

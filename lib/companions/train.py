@@ -29,7 +29,7 @@ from typing import Callable, Iterable
 import torch
 from tqdm.std import tqdm  # plain text bars: tqdm.auto needs ipywidgets in a notebook
 
-from companions.ledger import DRY_RUN_ENV, DRY_RUN_LOOPS_ENV
+from companions.ledger import DRY_RUN_ENV, DRY_RUN_LOOPS_ENV, write_open
 
 _LOOPS: list[dict] = []
 _STATE = {"ended": False, "outermost_done": 0}  # a dry run's end (COMPANIONS_DRY_RUN_LOOPS)
@@ -39,32 +39,31 @@ class DryRunEnded(Exception):
     """A dry run ended after its first tracked loops, as ``$COMPANIONS_DRY_RUN_LOOPS`` asked."""
 
 
-def dry_run_steps() -> int | None:
-    """The iterations each tracked loop keeps in a dry run (``$COMPANIONS_DRY_RUN``), or None
-    when this is not a dry run (unset, empty or ``0``)."""
-    text = os.environ.get(DRY_RUN_ENV, "").strip()
+def _env_count(name: str, what: str, unset: str) -> int | None:
+    """The count in the environment variable ``name``, or None when it is unset, empty or ``0``."""
+    text = os.environ.get(name, "").strip()
     if text in ("", "0"):
         return None
     if not text.isdigit():
         raise ValueError(
-            f"environment variable {DRY_RUN_ENV} = {text!r} is not allowed: "
-            "expected a number of steps >= 1 (or 0 / unset: no dry run)"
+            f"environment variable {name} = {text!r} is not allowed: "
+            f"expected a number of {what} >= 1 (or 0 / unset: {unset})"
         )
     return int(text)
+
+
+def dry_run_steps() -> int | None:
+    """The iterations each tracked loop keeps in a dry run (``$COMPANIONS_DRY_RUN``), or None
+    when this is not a dry run (unset, empty or ``0``)."""
+    return _env_count(DRY_RUN_ENV, "steps", "no dry run")
 
 
 def dry_run_loop_limit() -> int | None:
     """After how many outermost tracked loops a dry run ends (``$COMPANIONS_DRY_RUN_LOOPS``), or
     None: unset, empty or ``0``, or not a dry run (:func:`dry_run_steps` is None)."""
-    text = os.environ.get(DRY_RUN_LOOPS_ENV, "").strip()
-    if text in ("", "0") or dry_run_steps() is None:
+    if dry_run_steps() is None:
         return None
-    if not text.isdigit():
-        raise ValueError(
-            f"environment variable {DRY_RUN_LOOPS_ENV} = {text!r} is not allowed: "
-            "expected a number of loops >= 1 (or 0 / unset: run every loop)"
-        )
-    return int(text)
+    return _env_count(DRY_RUN_LOOPS_ENV, "loops", "run every loop")
 
 
 def dry_run_ended() -> bool:
@@ -106,10 +105,8 @@ def _timed(iterable: Iterable, record: dict, index: int):
 
 def _end_dry_run(limit: int):
     """Write every open ledger as it stands, then raise :class:`DryRunEnded`."""
-    from companions import ledger
-
     _STATE["ended"] = True
-    written = ledger.write_open()
+    written = write_open()
     raise DryRunEnded(
         f"the dry run ends after its first {limit} tracked loop(s) ({DRY_RUN_LOOPS_ENV}={limit}); "
         f"ledger(s) written: {', '.join(str(p) for p in written) or 'none'}"
