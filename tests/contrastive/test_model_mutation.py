@@ -500,3 +500,18 @@ def test_update_from_a_zero_norm_uses_the_clamped_ratio():
     W_new = torch.tensor([[[0.0, 0.25], [0.0, 0.0]]], dtype=F64)
     s.update(0, W_old, W_new, M)
     assert s.b[0].tolist() == [0.0, 0.0]
+
+
+def test_features_keep_the_weights_dtype_whatever_the_masks():
+    # a float64 (or bool) mask on float32 weights: the features stay float32, the mask is cast
+    W, X, b = _setup(8)
+    W32, X32, b32 = W.float(), X.float(), b.float()
+    want = _features_by_hand(W, X.mean(-2), b, 3, 0.0, mask=torch.tensor([[1, 0, 1], [0, 1, 1]]))
+    for mask in (
+        torch.tensor([[1.0, 0.0, 1.0], [0.0, 1.0, 1.0]], dtype=F64),
+        torch.tensor([[True, False, True], [False, True, True]]),
+    ):
+        for views in (X32.mean(-2), X32):
+            got = cm.features(W32, views, b32, 3, mask=mask)
+            assert got.dtype == torch.float32
+            assert torch.allclose(got.double(), want, rtol=1e-4, atol=1e-5)
