@@ -93,7 +93,7 @@ def _feats(seed, R=2, K=6, m=4):
 
 def test_logits_by_loops_with_and_without_a_negatives_mask():
     hx, hy = _feats(1)
-    for n_neg in (2, 5):
+    for n_neg in (2, 4, 5):  # 4 = K - 2: the last pair left out; 5 = K - 1: no mask
         S = tr.logits(hx, hy, 0.5, n_neg)
         for r in range(2):
             for k in range(6):
