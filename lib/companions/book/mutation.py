@@ -84,6 +84,16 @@ TARGETS: dict[str, list[str]] = {
         "tests/contrastive/test_theory_boundaries.py",
         "tests/contrastive/test_theory_mutation.py",
     ],
+    "contrastive/model.py": [
+        "tests/contrastive/test_contrastive.py",
+        "tests/contrastive/test_pruning.py",
+        "tests/contrastive/test_model_mutation.py",
+    ],
+    "contrastive/training.py": [
+        "tests/contrastive/test_contrastive.py",
+        "tests/contrastive/test_pruning.py",
+        "tests/contrastive/test_training_mutation.py",
+    ],
 }
 
 #: What mutmut's exit codes mean (mutmut.stats.status_by_exit_code, flattened).
