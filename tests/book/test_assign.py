@@ -7,6 +7,7 @@ notebook (zero) and the solution with one answer 1 % off (exactly that question'
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 
@@ -237,16 +238,35 @@ def test_every_chapter_has_three_graded_questions(chapter_id):
     )
 
 
+def code_of(nb) -> list[str]:
+    """A notebook's code cells as the judge would run them: the assignment build's fixed scale
+    and otter's solution markers aside, without the grader (hidden test) cells."""
+    return [
+        re.sub(r"^scale = .*$", "scale = ...", c.source, flags=re.M).replace("  # SOLUTION", "")
+        for c in nb.cells
+        if c.cell_type == "code" and "grader" not in c.metadata
+    ]
+
+
 @pytest.mark.parametrize("chapter_id", CHAPTER_IDS)
-def test_assignment_grades_solution_full_blank_zero_and_one_wrong_answer(chapter_id, tmp_path):
+def test_assignment_grades_solution_full_blank_zero_and_one_wrong_answer(
+    chapter_id, tmp_path, smoke_runs
+):
     bundle = assign.build_assignment(chapter_id, _notebook(chapter_id), tmp_path, scale="smoke")
     target = bundle.questions[len(bundle.questions) // 2]
-    # One execution of the chapter per submission kind that needs one: the judge runs the solution
-    # once and exports its answers, which are the full submission; the blank student notebook runs
-    # in its sandboxed kernel beside it; the wrong answer is the full answers with one question's
-    # 1 % off (the answers wrong_submission would make). A sandboxed run of a full submission is
-    # tested on a small chapter in tests/book/test_grade.py.
-    with assign.Grader(bundle.folder) as grader:
+    # One execution of the chapter per submission kind that needs one. The judge uses the kernel in
+    # which the chapter's smoke run (test_chapters.py) has just run, rather than run the solution
+    # notebook again: the solution's code is the chapter's, grader cells aside (checked here).
+    # The judge exports the solution's answers, which are the full submission; the blank student
+    # notebook runs in its sandboxed kernel; the wrong answer is the full answers with one
+    # question's 1 % off (the answers wrong_submission would make). The judge's own run of the
+    # solution, and a sandboxed run of a full submission, are tested in tests/book/test_grade.py.
+    assert code_of(nbformat.read(bundle.solution, 4)) == code_of(
+        assign.read_chapter(_notebook(chapter_id))
+    )
+    smoke_runs(chapter_id, keep_kernel=True)
+    kernel = smoke_runs.take_kernel(chapter_id)  # None if the chapter ran earlier for another test
+    with assign.Grader(bundle.folder, judge_kernel=kernel) as grader:
         blank = grader.grade(bundle.student)
         full = grader.grade_answers(grader.solution_answers())
         names = next(t.answers for t in grader.tests if t.question == target.name)

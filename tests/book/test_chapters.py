@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import re
 import subprocess
 import sys
@@ -20,11 +19,13 @@ import nbformat
 import papermill
 import pytest
 import yaml
-from papermill.exceptions import PapermillExecutionError
+from jupyter_client import KernelManager
+from papermill.iorw import load_notebook_node
+from papermill.parameterize import parameterize_notebook
 
 import companions
-from companions.book.cli import ChapterExecutionError, execute_chapter
-from companions.ledger import CHECK_KINDS, COMPARE_KINDS, SMOKE_LEDGER_ENV
+from companions.book.cli import ChapterExecutionError
+from companions.ledger import CHECK_KINDS, COMPARE_KINDS
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = {"book/intro", "book/ledger", "book/costs"}  # toc entries that are not chapters
@@ -178,31 +179,7 @@ def test_no_ipynb_twin_is_committed(chapter_id):
 # ---------------------------------------------------------------------------------------------
 # Every chapter runs at smoke scale through papermill, and its ledger is sound
 # ---------------------------------------------------------------------------------------------
-@pytest.fixture(scope="session")
-def smoke_runs(tmp_path_factory):
-    """Run each chapter once per session into one shared ledger folder (``smoke_runs.folder``):
-    ``$BOOK_SMOKE_LEDGER_DIR`` where it is set (CI keeps them for the page "What each scale
-    costs"), else a temporary folder."""
-    kept = os.environ.get(SMOKE_LEDGER_ENV)
-    folder = Path(kept) if kept else tmp_path_factory.mktemp("smoke-ledgers")
-    folder.mkdir(parents=True, exist_ok=True)
-    results: dict[str, object] = {}
-
-    def run(chapter_id: str) -> tuple[Path, Path]:
-        if chapter_id not in results:
-            try:
-                results[chapter_id] = execute_chapter(
-                    chapter_id, "smoke", folder, device="cpu", progress=False
-                )
-            except Exception as err:  # remembered, so a later test reports it without rerunning
-                results[chapter_id] = err
-        result = results[chapter_id]
-        if isinstance(result, Exception):
-            raise result
-        return result
-
-    run.folder = folder
-    return run
+# (the fixture smoke_runs is in tests/book/conftest.py)
 
 
 @pytest.mark.parametrize("chapter_id", CHAPTER_IDS)
@@ -268,28 +245,51 @@ def test_progress_bar_pattern():
     assert not PROGRESS_BAR.match("UserWarning: something is off")
 
 
+@pytest.fixture(scope="module")
+def one_kernel():
+    """One ``python3`` kernel for every chapter's bad-parameter run (each run starts from
+    ``%reset -f``): a kernel start per chapter costs more than the cells it runs."""
+    kernel = KernelManager(kernel_name="python3")
+    kernel.start_kernel(cwd=str(ROOT))
+    client = kernel.client()
+    client.start_channels()
+    client.wait_for_ready(timeout=120)
+    yield client
+    client.stop_channels()
+    kernel.shutdown_kernel(now=True)
+
+
+def _run_until_error(client, nb, cwd: Path) -> dict | None:
+    """Run the notebook's code cells in the kernel from a clean namespace in ``cwd``; the first
+    error's reply content (``ename``, ``evalue``), or None if every cell ran."""
+    start = client.execute_interactive(
+        f"%reset -f\nimport os\nos.chdir({str(cwd)!r})\ndel os", output_hook=lambda msg: None
+    )
+    assert start["content"]["status"] == "ok", start["content"]
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        reply = client.execute_interactive(cell.source, output_hook=lambda msg: None, timeout=600)
+        if reply["content"]["status"] == "error":
+            return reply["content"]
+    return None
+
+
 @pytest.mark.parametrize("chapter_id", CHAPTER_IDS)
-def test_chapter_stops_on_a_bad_parameter(chapter_id, tmp_path):
-    """Run through papermill directly (bypassing the CLI's own validation): the chapter itself must
+def test_chapter_stops_on_a_bad_parameter(chapter_id, tmp_path, one_kernel):
+    """The chapter with papermill's parameters injected (bypassing the CLI's own validation) must
     stop at its preset cell with a ValueError naming the parameter, before it writes a ledger."""
     notebook = _notebook(chapter_id)
     converted = tmp_path / "in.ipynb"
     nbformat.write(jupytext.read(notebook), str(converted))
-    with pytest.raises(PapermillExecutionError) as err:
-        papermill.execute_notebook(
-            str(converted),
-            str(tmp_path / "out.ipynb"),
-            kernel_name="python3",
-            cwd=str(notebook.parent),
-            parameters={
-                "scale": "smoke",
-                "device": "cpu",
-                "seed": -1,
-                "ledger_dir": str(tmp_path / "led"),
-            },
-            progress_bar=False,
-        )
-    assert err.value.ename == "ValueError" and "'seed'" in err.value.evalue
+    injected = parameterize_notebook(
+        load_notebook_node(str(converted)),
+        {"scale": "smoke", "device": "cpu", "seed": -1, "ledger_dir": str(tmp_path / "led")},
+    )
+    assert any("injected-parameters" in c.metadata.get("tags", []) for c in injected.cells)
+    error = _run_until_error(one_kernel, injected, notebook.parent)
+    assert error is not None, "the chapter ran to its end with seed = -1"
+    assert error["ename"] == "ValueError" and "'seed'" in error["evalue"], error
     assert not (tmp_path / "led").exists()
 
 

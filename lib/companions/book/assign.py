@@ -623,9 +623,20 @@ class Grader:
     memory limits, with :mod:`companions.book.sandbox`'s audit hook; only its ``answer_*`` values
     come back, as data, and :class:`companions.book.judge.Judge` runs the hidden tests on them.
     :meth:`grade_answers` judges answers exported earlier (``keep_answers=`` of :meth:`grade`), so
-    a regrade need not run the notebook again. Use it as a context manager."""
+    a regrade need not run the notebook again. Use it as a context manager.
 
-    def __init__(self, bundle, *, time_limit: float | None = None, memory: int | None = None):
+    ``judge_kernel``: a kernel that already ran the solution's code, handed to the judge instead of
+    running the solution again (:class:`companions.book.judge.Judge`'s ``kernel``); the grader
+    shuts it down when it closes."""
+
+    def __init__(
+        self,
+        bundle,
+        *,
+        time_limit: float | None = None,
+        memory: int | None = None,
+        judge_kernel=None,
+    ):
         from companions.book import judge as judge_mod
 
         self.folder = _bundle_folder(bundle).resolve()
@@ -643,6 +654,7 @@ class Grader:
         self.tests = judge_mod.hidden_tests(nbformat.read(master, as_version=4))
         self.possible = {t.question: t.points for t in self.tests}
         self._judge = None
+        self._judge_kernel = judge_kernel
         self._count = 0
         self._tmp = tempfile.TemporaryDirectory(prefix="grade-")
 
@@ -656,6 +668,9 @@ class Grader:
         if self._judge is not None:
             self._judge.close()
             self._judge = None
+        elif self._judge_kernel is not None:  # handed over but never used: still ours to stop
+            self._judge_kernel.shutdown_kernel(now=True)
+        self._judge_kernel = None
         self._tmp.cleanup()
 
     def _judge_started(self):
@@ -664,7 +679,9 @@ class Grader:
         if self._judge is None:  # the solution runs while the first submission does
             judge_dir = Path(self._tmp.name) / "judge"
             judge_dir.mkdir()
-            self._judge = judge_mod.Judge(self.solution, self.tests, judge_dir)
+            self._judge = judge_mod.Judge(
+                self.solution, self.tests, judge_dir, kernel=self._judge_kernel
+            )
         return self._judge
 
     def grade(self, submission: str | Path, *, keep_answers: str | Path | None = None) -> Grade:

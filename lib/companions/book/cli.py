@@ -139,6 +139,7 @@ def execute_chapter(
     seed: int = 0,
     params: Mapping[str, Any] | None = None,
     progress: bool = True,
+    kernel=None,
 ) -> tuple[Path, Path]:
     """Run one chapter end to end and return ``(executed notebook, ledger)`` paths.
 
@@ -150,6 +151,11 @@ def execute_chapter(
     raises, :class:`ChapterExecutionError` is raised and the partial notebook is kept, except
     :class:`companions.train.DryRunEnded` with its ledger written: a dry run told to end after its
     first loops (``$COMPANIONS_DRY_RUN_LOOPS``) ended there.
+
+    ``kernel``: a ``jupyter_client.KernelManager`` for kernel ``python3``, not yet started. The
+    chapter runs in it, and a chapter that ran to its end leaves it running, with the chapter's
+    state, for the caller to use and shut down (the test suite hands it to the assignment's judge,
+    :class:`companions.book.judge.Judge`). If the chapter fails, it is shut down here.
     """
     import jupytext
     import nbformat
@@ -186,8 +192,10 @@ def execute_chapter(
                 language="python",
                 cwd=str(source.parent),
                 progress_bar=progress,
+                **({} if kernel is None else {"km": kernel}),
             )
     except PapermillExecutionError as err:
+        _stop(kernel)
         if err.ename == "DryRunEnded" and ledger_path.is_file():
             return executed, ledger_path  # ended where $COMPANIONS_DRY_RUN_LOOPS said
         raise ChapterExecutionError(
@@ -198,9 +206,13 @@ def execute_chapter(
             executed,
             ledger_path,
         ) from err
+    except BaseException:
+        _stop(kernel)
+        raise
     finally:
         _record_source(executed, source)
     if not ledger_path.is_file():
+        _stop(kernel)
         raise ChapterExecutionError(
             f"chapter {chapter_id!r} ran but wrote no ledger at {ledger_path}: "
             "does it call Ledger(cfg).finish()?",
@@ -208,6 +220,12 @@ def execute_chapter(
             ledger_path,
         )
     return executed, ledger_path
+
+
+def _stop(kernel) -> None:
+    """Shut down a caller's kernel (``execute_chapter(kernel=...)``) that a failed run leaves."""
+    if kernel is not None and kernel.has_kernel:
+        kernel.shutdown_kernel(now=True)
 
 
 def _record_source(executed: Path, source: Path) -> None:

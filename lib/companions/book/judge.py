@@ -343,10 +343,26 @@ class Verdict:
 class Judge:
     """A trusted kernel that ran the solution notebook, then judges sets of answers. Its calls run
     on one worker thread (nbclient's kernel client stays on the thread that started it); the
-    solution runs while the first submissions execute."""
+    solution runs while the first submissions execute.
 
-    def __init__(self, solution: Path, tests: list[HiddenTest], workdir: Path, test_limit=300):
+    ``kernel``: a started ``jupyter_client.KernelManager`` whose kernel has *already* run the
+    solution's code (the chapter itself, executed by papermill with its kernel kept, as the test
+    suite does with :func:`companions.book.cli.execute_chapter`'s ``kernel``): the judge then runs
+    nothing of the solution, works in ``workdir``, and shuts that kernel down when it closes. The
+    caller vouches that the code it ran is the solution's (``tests/book/test_assign.py`` checks
+    that the solution's code cells are the chapter's, grader cells aside)."""
+
+    def __init__(
+        self,
+        solution: Path,
+        tests: list[HiddenTest],
+        workdir: Path,
+        test_limit=300,
+        *,
+        kernel=None,
+    ):
         self.tests = tests
+        self._kernel = kernel
         #: where the solution's own ``answer_*`` values are exported (:meth:`solution_answers`)
         self.solution_answers_file = Path(workdir) / "solution-answers.json"
         self._requests: queue.Queue = queue.Queue()
@@ -370,6 +386,7 @@ class Judge:
             nb.cells.append(nbformat.v4.new_code_cell(""))  # the slot each judged cell runs in
             client = NotebookClient(
                 nb,
+                km=self._kernel,
                 timeout_func=lambda cell: test_limit if cell is nb.cells[-1] else None,
                 interrupt_on_timeout=True,
                 allow_errors=True,
@@ -378,6 +395,15 @@ class Judge:
                 shutdown_kernel="immediate",
             )
             with client.setup_kernel():
+                if self._kernel is not None:  # the solution ran already; work where we would
+                    count = 0
+                    moved = self._run(
+                        client, nb, f"import os as __os\n__os.chdir({str(workdir)!r})"
+                    )
+                    if moved:
+                        raise RuntimeError(
+                            f"the judge could not enter {workdir}: {moved[0].evalue}"
+                        )
                 for i in range(count):
                     client.execute_cell(nb.cells[i], i)
                     errors = [o for o in nb.cells[i].outputs if o.output_type == "error"]
@@ -473,3 +499,6 @@ class Judge:
     def close(self) -> None:
         self._requests.put(None)
         self._thread.join(timeout=60)
+        if self._kernel is not None:  # a kernel handed over is the judge's to shut down
+            self._kernel.shutdown_kernel(now=True)
+            self._kernel = None
