@@ -326,6 +326,47 @@ def test_execute_chapter_failure_keeps_the_partial_notebook(tiny_chapter, tmp_pa
     assert statuses["asked-to-fail"] == "fails"
 
 
+def test_execute_chapter_keeps_a_callers_kernel_with_the_chapters_state(tiny_chapter, tmp_path):
+    """``kernel=``: a run that ends leaves the kernel running, holding the chapter's names; a run
+    that fails shuts it down."""
+    from jupyter_client import KernelManager
+
+    kernel = KernelManager(kernel_name="python3")
+    cli.execute_chapter(
+        CHAPTER_ID,
+        "smoke",
+        tmp_path / "a",
+        device="cpu",
+        progress=False,
+        params={"k": 6},
+        kernel=kernel,
+    )
+    try:
+        assert kernel.is_alive()
+        client = kernel.client()
+        client.start_channels()
+        found = []
+        client.execute_interactive(
+            "print(k)", output_hook=lambda m: found.append(m["content"].get("text", ""))
+        )
+        client.stop_channels()
+        assert "".join(found).strip() == "6"
+    finally:
+        kernel.shutdown_kernel(now=True)
+    failing = KernelManager(kernel_name="python3")
+    with pytest.raises(cli.ChapterExecutionError):
+        cli.execute_chapter(
+            CHAPTER_ID,
+            "smoke",
+            tmp_path / "b",
+            device="cpu",
+            progress=False,
+            params={"fail": 1},
+            kernel=failing,
+        )
+    assert not failing.is_alive()
+
+
 def test_cli_run_end_to_end(tiny_chapter, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert (

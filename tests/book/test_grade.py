@@ -291,6 +291,41 @@ def test_the_solutions_own_answers_are_what_a_sandboxed_run_of_it_exports(bundle
 NUMBERS = "answer_width = 6\nanswer_raw_margin = 1.0\nanswer_normalized_margin = 1.0"
 
 
+def started_kernel(cwd: Path, code: str):
+    """A ``python3`` kernel started in ``cwd`` that has run ``code``."""
+    from jupyter_client import KernelManager
+
+    kernel = KernelManager(kernel_name="python3")
+    kernel.start_kernel(cwd=str(cwd))
+    client = kernel.client()
+    client.start_channels()
+    try:
+        client.wait_for_ready(timeout=120)
+        reply = client.execute_interactive(code, output_hook=lambda msg: None, timeout=120)
+        assert reply["content"]["status"] == "ok", reply["content"]
+    finally:
+        client.stop_channels()
+    return kernel
+
+
+def test_a_grader_handed_a_kernel_judges_in_its_state_and_shuts_it_down(bundle, tmp_path):
+    """``Grader(judge_kernel=...)``: the judge runs nothing of the solution; it exports the answers
+    the kernel holds (not the solution's), writes nothing where the kernel started, and the kernel
+    is shut down with the grader, used or not."""
+    where = tmp_path / "kernel-cwd"
+    where.mkdir()
+    kernel = started_kernel(where, NUMBERS.replace("= 6", "= 7"))
+    with assign.Grader(bundle.folder, judge_kernel=kernel) as grader:
+        exported = json.loads(grader.solution_answers().read_text())
+    assert exported["answer_width"] == {"value": 7}
+    assert exported["answer_raw_margin"] == {"value": 1.0}
+    assert list(where.iterdir()) == []
+    assert not kernel.is_alive()
+    unused = started_kernel(where, "x = 1")
+    assign.Grader(bundle.folder, judge_kernel=unused).close()
+    assert not unused.is_alive()
+
+
 def test_limits_stop_a_submission_and_the_class_goes_on(bundle, tmp_path):
     outside = tmp_path / "outside"
     outside.mkdir()
