@@ -258,7 +258,8 @@ def test_assignment_grades_solution_full_blank_zero_and_one_wrong_answer(
     # which the chapter's smoke run (test_chapters.py) has just run, rather than run the solution
     # notebook again: the solution's code is the chapter's, grader cells aside (checked here).
     # The judge exports the solution's answers, which are the full submission; the blank student
-    # notebook runs in its sandboxed kernel; the wrong answer is the full answers with one
+    # notebook runs in its sandboxed kernel as a dry run (each loop cut to its first step: a blank
+    # exports no answer however long it trains); the wrong answer is the full answers with one
     # question's 1 % off (the answers wrong_submission would make). The judge's own run of the
     # solution, and a sandboxed run of a full submission, are tested in tests/book/test_grade.py.
     assert code_of(nbformat.read(bundle.solution, 4)) == code_of(
@@ -266,7 +267,7 @@ def test_assignment_grades_solution_full_blank_zero_and_one_wrong_answer(
     )
     smoke_runs(chapter_id, keep_kernel=True)
     kernel = smoke_runs.take_kernel(chapter_id)  # None if the chapter ran earlier for another test
-    with assign.Grader(bundle.folder, judge_kernel=kernel) as grader:
+    with assign.Grader(bundle.folder, judge_kernel=kernel, dry_run=1) as grader:
         blank = grader.grade(bundle.student)
         full = grader.grade_answers(grader.solution_answers())
         names = next(t.answers for t in grader.tests if t.question == target.name)

@@ -326,6 +326,19 @@ def test_a_grader_handed_a_kernel_judges_in_its_state_and_shuts_it_down(bundle, 
     assert not unused.is_alive()
 
 
+def test_a_dry_run_grader_passes_the_dry_run_to_the_submission_and_only_then(bundle, tmp_path):
+    seen = "import os\nanswer_width = int(os.environ.get('COMPANIONS_DRY_RUN', '0'))"
+    submission = small_notebook(tmp_path / "env.ipynb", seen)
+    for dry_run, expected in ((None, 0), (3, 3)):
+        idle = started_kernel(tmp_path, "pass")  # a judge that need not run the solution
+        with assign.Grader(bundle.folder, dry_run=dry_run, judge_kernel=idle) as grader:
+            grader.grade(submission, keep_answers=tmp_path / "a.json")
+        assert json.loads((tmp_path / "a.json").read_text())["answer_width"] == {"value": expected}
+    for bad in (0, -1, 1.5, True, "2"):
+        with pytest.raises(ValueError, match="'dry_run'"):
+            assign.Grader(bundle.folder, dry_run=bad)
+
+
 def test_limits_stop_a_submission_and_the_class_goes_on(bundle, tmp_path):
     outside = tmp_path / "outside"
     outside.mkdir()

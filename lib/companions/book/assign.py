@@ -542,8 +542,12 @@ def _bundle_folder(bundle) -> Path:
     return path.parent.parent if path.suffix == ".zip" else path
 
 
-def _execute(submission: Path, scratch: Path, time_limit: float, memory: int) -> list[str]:
-    """Run the submission in its sandbox (a separate process group); the errors worth reporting."""
+def _execute(
+    submission: Path, scratch: Path, time_limit: float, memory: int, dry_run: int | None = None
+) -> list[str]:
+    """Run the submission in its sandbox (a separate process group); the errors worth reporting.
+    ``dry_run``: ``$COMPANIONS_DRY_RUN`` in the sandbox (each tracked loop keeps that many
+    steps)."""
     import os
     import signal
 
@@ -562,6 +566,10 @@ def _execute(submission: Path, scratch: Path, time_limit: float, memory: int) ->
         PYTHONDONTWRITEBYTECODE="1",
         MPLBACKEND="Agg",
     )
+    if dry_run is not None:
+        from companions.ledger import DRY_RUN_ENV
+
+        env[DRY_RUN_ENV] = str(dry_run)
     command = [sys.executable, str(Path(sandbox.__file__).resolve()), "run", str(submission)]
     command += [str(scratch), "--time-limit", str(time_limit), "--memory", str(memory)]
     process = subprocess.Popen(
@@ -627,7 +635,13 @@ class Grader:
 
     ``judge_kernel``: a kernel that already ran the solution's code, handed to the judge instead of
     running the solution again (:class:`companions.book.judge.Judge`'s ``kernel``); the grader
-    shuts it down when it closes."""
+    shuts it down when it closes.
+
+    ``dry_run``: every submission runs as a dry run (``$COMPANIONS_DRY_RUN``, see
+    :mod:`companions.train`): each tracked loop keeps its first ``dry_run`` steps, and a check
+    that fails does not stop the notebook. A quick check that a bundle grades (the test suite
+    grades each chapter's blank student notebook so); never for grading a class, whose answers
+    come from the whole run."""
 
     def __init__(
         self,
@@ -636,7 +650,13 @@ class Grader:
         time_limit: float | None = None,
         memory: int | None = None,
         judge_kernel=None,
+        dry_run: int | None = None,
     ):
+        if dry_run is not None and (
+            isinstance(dry_run, bool) or not isinstance(dry_run, int) or dry_run < 1
+        ):
+            raise ValueError(f"parameter 'dry_run' = {dry_run!r} must be None or an integer >= 1")
+        self.dry_run = dry_run
         from companions.book import judge as judge_mod
 
         self.folder = _bundle_folder(bundle).resolve()
@@ -696,7 +716,9 @@ class Grader:
         judge = self._judge_started()
         self._count += 1
         scratch = Path(self._tmp.name) / f"s{self._count}"
-        errors += _execute(submission.resolve(), scratch, self.time_limit, self.memory)
+        errors += _execute(
+            submission.resolve(), scratch, self.time_limit, self.memory, self.dry_run
+        )
         answers = scratch / "answers.json"
         try:
             if keep_answers is not None and answers.is_file() and not answers.is_symlink():
