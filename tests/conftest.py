@@ -5,8 +5,10 @@
   (two 2-thread jobs on 2 cores slow each other several-fold). An explicit ``OMP_NUM_THREADS``
   is kept.
 - Tests that share an expensive fixture run on one worker (``--dist loadgroup``, set in
-  pyproject.toml): every test that uses the chapters' smoke runs, and each module with a
-  module-scoped fixture.
+  pyproject.toml): the tests that use one chapter's smoke run, and each module with a
+  module-scoped fixture. (pytest 9 ignores the group xdist 3.8 writes into a test's id, so
+  requirements.txt holds pytest at 8.4; ``tests/core/test_parallel.py`` fails if groups stop
+  working.)
 """
 
 from __future__ import annotations
@@ -37,7 +39,9 @@ def pytest_collection_modifyitems(config, items):
         if any(m.name == "xdist_group" for m in item.iter_markers()):
             continue
         if "smoke_runs" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("smoke-runs"))
+            # one chapter's tests share its smoke run; chapters spread over the workers
+            chapter = getattr(item, "callspec", None) and item.callspec.params.get("chapter_id")
+            item.add_marker(pytest.mark.xdist_group(f"smoke-run-{chapter or 'all'}"))
             continue
         if _has_module_fixture(item):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
