@@ -331,18 +331,18 @@ def test_execute_chapter_keeps_a_callers_kernel_with_the_chapters_state(tiny_cha
     that fails shuts it down."""
     from jupyter_client import KernelManager
 
-    kernel = KernelManager(kernel_name="python3")
-    cli.execute_chapter(
-        CHAPTER_ID,
-        "smoke",
-        tmp_path / "a",
-        device="cpu",
-        progress=False,
-        params={"k": 6},
-        kernel=kernel,
-    )
+    def run(folder: str, **params):
+        kernel = KernelManager(kernel_name="python3")
+        options = dict(device="cpu", progress=False, params=params, kernel=kernel)
+        try:
+            cli.execute_chapter(CHAPTER_ID, "smoke", tmp_path / folder, **options)
+        except cli.ChapterExecutionError:
+            return kernel, False
+        return kernel, True
+
+    kernel, ended = run("a", k=6)
     try:
-        assert kernel.is_alive()
+        assert ended and kernel.is_alive()
         client = kernel.client()
         client.start_channels()
         found = []
@@ -353,18 +353,8 @@ def test_execute_chapter_keeps_a_callers_kernel_with_the_chapters_state(tiny_cha
         assert "".join(found).strip() == "6"
     finally:
         kernel.shutdown_kernel(now=True)
-    failing = KernelManager(kernel_name="python3")
-    with pytest.raises(cli.ChapterExecutionError):
-        cli.execute_chapter(
-            CHAPTER_ID,
-            "smoke",
-            tmp_path / "b",
-            device="cpu",
-            progress=False,
-            params={"fail": 1},
-            kernel=failing,
-        )
-    assert not failing.is_alive()
+    failing, ended = run("b", fail=1)
+    assert not ended and not failing.is_alive()
 
 
 def test_cli_run_end_to_end(tiny_chapter, tmp_path, monkeypatch, capsys):
