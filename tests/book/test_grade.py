@@ -324,6 +324,9 @@ def test_a_grader_handed_a_kernel_judges_in_its_state_and_shuts_it_down(bundle, 
     unused = started_kernel(where, "x = 1")
     assign.Grader(bundle.folder, judge_kernel=unused).close()
     assert not unused.is_alive()
+    with assign.Grader(bundle.folder, judge_kernel=unused) as grader:  # stopped: never a fresh one
+        with pytest.raises(RuntimeError, match="not running"):
+            grader.solution_answers()
 
 
 def test_a_dry_run_grader_passes_the_dry_run_to_the_submission_and_only_then(bundle, tmp_path):

@@ -380,6 +380,9 @@ class Judge:
         from companions.book import sandbox
 
         try:
+            if self._kernel is not None and not self._kernel.is_alive():
+                # a fresh kernel would hold none of the solution's names: refuse, never misjudge
+                raise RuntimeError("the kernel handed to the judge is not running")
             nb = nbformat.read(solution, as_version=4)
             nb.cells = [c for c in nb.cells if c.cell_type == "code"]
             count = len(nb.cells)
