@@ -66,6 +66,8 @@ TARGETS: dict[str, list[str]] = {
     "looped/experiments.py": ["tests/looped"],
     "fourier/training.py": ["tests/fourier"],
     "fourier/network.py": ["tests/fourier"],
+    "fourier/construction.py": ["tests/fourier"],
+    "fourier/neuron.py": ["tests/fourier"],
     "emergence/theory.py": ["tests/emergence"],
     "emergence/network.py": ["tests/emergence"],
     "looped/training.py": ["tests/looped"],
