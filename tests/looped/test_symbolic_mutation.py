@@ -1,0 +1,101 @@
+"""Mutation-killing tests of companions.looped.symbolic (issue 23).
+
+Expected values are worked out by hand from the definitions (Definitions 8.5-8.6, Lemma 8.13,
+Theorem 8.14, Theorem 8.17's condition), or are the shapes the docstrings state.
+"""
+
+import inspect
+
+import sympy as sp
+
+from companions.looped import symbolic as lsym
+
+
+def test_symbolic_setting_names_assumptions_and_shapes():
+    X, y, q0, alpha = lsym._symbolic_setting(2, 3)
+    assert X.shape == (2, 3) and y.shape == (2, 1) and q0.shape == (3, 1)
+    assert X[0, 0] == sp.Symbol("x_11", real=True)
+    assert X[1, 2] == sp.Symbol("x_23", real=True)
+    assert [y[i, 0] for i in range(2)] == [sp.Symbol(f"y_{i}", real=True) for i in (1, 2)]
+    assert [q0[i, 0] for i in range(3)] == [sp.Symbol(f"q_{i}", real=True) for i in (1, 2, 3)]
+    assert alpha == sp.Symbol("alpha", real=True, nonzero=True)
+    assert alpha.is_real and alpha.is_nonzero
+
+
+def test_symbolic_input_layout():
+    X, y, q0, alpha = lsym._symbolic_setting(2, 1)
+    Z = lsym._symbolic_input(X, y, q0, alpha)
+    # Definition 8.5: [[X, y], [q0^T, alpha]]
+    assert Z == sp.Matrix([[X[0, 0], y[0, 0]], [X[1, 0], y[1, 0]], [q0[0, 0], alpha]])
+
+
+def test_symbolic_weights_by_hand():
+    Q, P = lsym._symbolic_weights(2)
+    assert Q == sp.eye(3)
+    assert P == sp.Matrix([[1, 0, 0], [0, 1, 0], [0, 0, 0]])
+
+
+def test_symbolic_attention_small_case_by_hand():
+    # n = 2, d = 1, Q = P = I: only row 3 is nonzero; it is sum_j (z_3 . z_j) z_j.
+    Z = sp.Matrix([[1, 2], [3, 4], [5, 6]])
+    out = lsym._symbolic_attention(Z, sp.eye(2), sp.eye(2))
+    # z_3 . z_1 = 17, z_3 . z_2 = 39 -> 17 (1, 2) + 39 (3, 4) = (134, 190)
+    assert out == sp.Matrix([[0, 0], [0, 0], [134, 190]])
+    # P and Q enter as written: (M o (Z Q Z^T)) Z P
+    Q = sp.Matrix([[2, 0], [0, 0]])
+    P = sp.Matrix([[0, 1], [0, 0]])
+    out = lsym._symbolic_attention(Z, Q, P)
+    # z_3^T Q z_j = 10 * x_j1: (10, 30); sum = 10 (1, 2) + 30 (3, 4) = (100, 140); P -> (0, 100)
+    assert out == sp.Matrix([[0, 0], [0, 0], [0, 100]])
+
+
+def test_lemma_8_13_defaults_are_n3_d2():
+    res = lsym.symbolic_lemma_8_13()
+    assert res["lemma"].shape == (4, 3) and res["lemma"].is_zero_matrix
+    assert res["corner"] == 0
+
+
+def test_lemma_8_13_residuals_are_zero_on_other_sizes():
+    res = lsym.symbolic_lemma_8_13(2, 3)
+    assert res["lemma"].shape == (3, 4) and res["lemma"].is_zero_matrix
+    assert res["corner"] == 0
+
+
+def test_default_sizes_are_the_chapters():
+    # book/in-context/looped-gd.md runs the checks at n = 3, d = 2, loops = 3; the defaults are
+    # those sizes (pinned by the source). Checked on the signature: the full symbolic run at
+    # these sizes takes seconds.
+    def defaults(f):
+        return {k: p.default for k, p in inspect.signature(f).parameters.items()}
+
+    assert defaults(lsym.symbolic_lemma_8_13) == {"n": 3, "d": 2}
+    assert defaults(lsym.symbolic_theorem_8_14) == {"n": 3, "d": 2, "loops": 3}
+    assert defaults(lsym.symbolic_strong_convexity_identity) == {"n": 3, "d": 2}
+
+
+def test_theorem_8_14_residuals_and_shapes():
+    res = lsym.symbolic_theorem_8_14(2, 2, 2)
+    assert res["tf_minus_gd"].shape == (2, 1) and res["tf_minus_gd"].is_zero_matrix
+    assert res["rows_changed"].shape == (2, 3) and res["rows_changed"].is_zero_matrix
+    assert res["alpha_changed"] == 0
+    assert len(res["hidden_state"]) == 2
+    assert all(h.shape == (2, 1) and h.is_zero_matrix for h in res["hidden_state"])
+    assert res["augmented_rank"] == 2  # n = 2 rows: [X | y] is 2 x 3, full row rank
+
+
+def test_theorem_8_14_hidden_state_per_loop_and_rank():
+    res = lsym.symbolic_theorem_8_14(3, 1, 2)
+    assert len(res["hidden_state"]) == 2
+    assert all(h.is_zero_matrix for h in res["hidden_state"])
+    assert res["augmented_rank"] == 2
+
+
+def test_strong_convexity_defaults_and_sizes():
+    assert lsym.symbolic_strong_convexity_identity() == 0
+    assert lsym.symbolic_strong_convexity_identity(1, 1) == 0
+
+
+def test_gatmiry_threshold_exact():
+    res = lsym.symbolic_gatmiry_threshold()
+    assert res["residual"] == 0
+    assert res["slope_negative"] is True
