@@ -99,3 +99,22 @@ def test_gatmiry_threshold_exact():
     res = lsym.symbolic_gatmiry_threshold()
     assert res["residual"] == 0
     assert res["slope_negative"] is True
+
+
+def test_a_wrong_construction_shows_in_the_named_step_sizes(monkeypatch):
+    # With P = I (the alpha column kept), one loop moves the alpha entry by
+    # -eta_0 (q^T X^T y + alpha ||y||^2) (Lemma 8.13's corner): the residual names eta_0 > 0.
+    monkeypatch.setattr(lsym, "_symbolic_weights", lambda d: (sp.eye(d + 1), sp.eye(d + 1)))
+    res = lsym.symbolic_theorem_8_14(1, 1, 1)
+    eta0 = sp.Symbol("eta_0", positive=True)
+    x, y, q = (sp.Symbol(s, real=True) for s in ("x_11", "y_1", "q_1"))
+    alpha = sp.Symbol("alpha", real=True, nonzero=True)
+    assert sp.expand(res["alpha_changed"] + eta0 * (q * x * y + alpha * y**2)) == 0
+
+
+def test_augmented_rank_is_the_generic_rank():
+    # [X | y] is n x (d+1): at a generic point its rank is min(n, d+1) (d+1 when n > d: y is not
+    # in the column space of X). A point with a zero denominator or too few distinct values fails.
+    assert lsym.symbolic_theorem_8_14(3, 1, 1)["augmented_rank"] == 2
+    assert lsym.symbolic_theorem_8_14(4, 1, 1)["augmented_rank"] == 2
+    assert lsym.symbolic_theorem_8_14(3, 3, 1)["augmented_rank"] == 3
