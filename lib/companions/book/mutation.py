@@ -71,6 +71,8 @@ TARGETS: dict[str, list[str]] = {
     "emergence/theory.py": ["tests/emergence"],
     "emergence/network.py": ["tests/emergence"],
     "looped/training.py": ["tests/looped"],
+    "looped/construction.py": ["tests/looped"],
+    "looped/symbolic.py": ["tests/looped"],
     "icl_scale/theory.py": ["tests/icl_scale"],
     "icl_scale/model.py": ["tests/icl_scale"],
     "gemfilter/model.py": ["tests/gemfilter"],
