@@ -76,9 +76,11 @@ TARGETS: dict[str, list[str]] = {
     "icl_scale/theory.py": ["tests/icl_scale"],
     "icl_scale/model.py": ["tests/icl_scale"],
     "gemfilter/model.py": ["tests/gemfilter"],
+    "gemfilter/complexity.py": ["tests/gemfilter"],
     "fine_labels/theory.py": ["tests/fine_labels"],
     "fine_labels/training.py": ["tests/fine_labels"],
     "fine_labels/model.py": ["tests/fine_labels"],
+    "fine_labels/symbolic.py": ["tests/fine_labels"],
     "gradient_features/theory.py": ["tests/gradient_features"],
     "gradient_features/network.py": ["tests/gradient_features"],
     "contrastive/theory.py": [
