@@ -4,6 +4,7 @@ Expected values are worked out by hand from the definitions (Definitions 8.5-8.6
 Theorem 8.14, Theorem 8.17's condition), or are the shapes the docstrings state.
 """
 
+import pytest
 import sympy as sp
 
 from companions.looped import symbolic as lsym
@@ -104,6 +105,12 @@ def test_augmented_rank_is_the_generic_rank():
     assert lsym.symbolic_theorem_8_14(3, 1, 1)["augmented_rank"] == 2
     assert lsym.symbolic_theorem_8_14(4, 1, 1)["augmented_rank"] == 2
     assert lsym.symbolic_theorem_8_14(3, 3, 1)["augmented_rank"] == 3
+
+
+@pytest.mark.parametrize("n, d", [(4, 3), (5, 3), (5, 2), (4, 2), (2, 3)])
+def test_augmented_rank_is_min_n_d_plus_1_at_larger_sizes(n, d):
+    # The point used until the fix gave rank 3 at n = 4, d = 3 (its values repeat).
+    assert lsym.symbolic_theorem_8_14(n, d, 1)["augmented_rank"] == min(n, d + 1)
 
 
 def test_theorem_8_14_default_sizes_with_a_concrete_setting(monkeypatch):

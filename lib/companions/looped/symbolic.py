@@ -54,8 +54,9 @@ def symbolic_theorem_8_14(n: int = 3, d: int = 2, loops: int = 3) -> dict:
     - ``rows_changed``: rows 1..n of ``Z^(T) - Z^(0)``;
     - ``alpha_changed``: ``Z^(T)_{n+1,d+1} - alpha``;
     - ``hidden_state``: ``q^(t) + alpha theta^(t)`` at every t (the induction of the proof).
-    Also returns ``augmented_rank``: the rank of ``[X | y]`` at a random rational point, which is
-    ``d + 1`` when y is not in the column space of X (the identity needs no realizability).
+    Also returns ``augmented_rank``: the rank of ``[X | y]`` at a rational point where it has its
+    generic rank ``min(n, d + 1)``: ``d + 1`` when ``n > d``, so y is not in the column space of X
+    there (the identity needs no realizability).
     """
     X, y, q0, alpha = _symbolic_setting(n, d)
     etas = sp.symbols(f"eta_0:{loops}", positive=True)
@@ -68,10 +69,17 @@ def symbolic_theorem_8_14(n: int = 3, d: int = 2, loops: int = 3) -> dict:
         theta = (theta - eta * (X.T * X * theta - X.T * y)).applyfunc(sp.expand)
         hidden.append((Z[n, :d].T + alpha * theta).applyfunc(sp.expand))
     tf = -Z[n, :d].T
-    # A fixed rational point of the symbols (deterministic, exact) at which to test realizability.
-    symbols = sorted(X.free_symbols | y.free_symbols, key=str)
-    point = {s: sp.Rational((7 * k + 3) % 11 - 5, 1 + k % 3) for k, s in enumerate(symbols)}
-    aug = sp.Matrix(sp.BlockMatrix([[X, y]])).subs(point)
+    # The point: [X | y] becomes the Vandermonde matrix of the distinct nodes 1..n (entry (i, j) =
+    # (i + 1)^j), whose rank is min(n, d + 1) at every size (a point with repeating values, as
+    # before, fell to rank 3 at n = 4, d = 3). Entries that are numbers already stay as they are.
+    aug = sp.Matrix(sp.BlockMatrix([[X, y]]))
+    point = {
+        aug[i, j]: sp.Integer(i + 1) ** j
+        for i in range(n)
+        for j in range(d + 1)
+        if isinstance(aug[i, j], sp.Symbol)
+    }
+    aug = aug.subs(point)
     return {
         "tf_minus_gd": (tf - alpha * theta).applyfunc(sp.expand),
         "rows_changed": (Z[:n, :] - Z0[:n, :]).applyfunc(sp.expand),
