@@ -24,7 +24,7 @@ def test_logistic_and_its_derivative(z):
     assert float(val.detach()) == pytest.approx(math.log1p(math.exp(-z)), rel=1e-12, abs=3e-9)
     # softplus switches to the identity beyond 20 and is off by up to exp(-20) ~ 2e-9 there
     # (companions.losses.logistic is exact); far below any of the chapter's tolerances
-    assert float(val - th.logistic(-x)) == pytest.approx(-z, abs=3e-9)
+    assert float((val - th.logistic(-x)).detach()) == pytest.approx(-z, abs=3e-9)
     (grad,) = torch.autograd.grad(val, x)
     assert float(th.logistic_derivative(x.detach())) == pytest.approx(float(grad), abs=3e-9)
     assert float(th.logistic_derivative(x.detach())) == pytest.approx(-1 / (1 + math.exp(z)))
