@@ -35,7 +35,7 @@ import threading
 import time
 import urllib.request
 from pathlib import Path
-from urllib.parse import quote_plus, urljoin, urlparse
+from urllib.parse import quote_plus, unquote, urljoin, urlparse
 
 import pytest
 
@@ -268,6 +268,43 @@ def console_errors(browser) -> list[str]:
     ]
 
 
+@pytest.fixture(scope="module")
+def page_cache(browser) -> dict:
+    """What each page showed this module's browser, loaded once: a chapter's page serves its four
+    tests, and a page that many chapters cross-reference is read once."""
+    return {}
+
+
+def chapter_facts(browser, site: str, cache: dict, docname: str) -> dict:
+    """The chapter page loaded once per browser (:func:`open_page`): :data:`PAGE_FACTS` with the
+    console errors of the load (``console``), :data:`FIGURE_FACTS` (``figure_facts``) and
+    :data:`XREF_FACTS` (``xrefs``)."""
+    key = ("chapter", docname)
+    if key not in cache:
+        console_errors(browser)  # what earlier pages logged is theirs, checked where they loaded
+        facts = open_page(browser, urljoin(site, f"{docname}.html"))
+        facts["console"] = console_errors(browser)
+        facts["figure_facts"] = browser.execute_script(FIGURE_FACTS)
+        facts["xrefs"] = browser.execute_script(XREF_FACTS)
+        cache[key] = facts
+    return cache[key]
+
+
+def element_ids(browser, cache: dict, url: str) -> tuple[set[str], list[str]]:
+    """The ``id`` of every element of the page at ``url`` (its fragment aside), loaded once per
+    browser, and the console errors of that load."""
+    page = urlparse(url)._replace(fragment="").geturl()
+    key = ("ids", page)
+    if key not in cache:
+        console_errors(browser)
+        browser.get(page)
+        ids = browser.execute_script(
+            "return Array.from(document.querySelectorAll('[id]')).map(e => e.id)"
+        )
+        cache[key] = (set(ids), console_errors(browser))
+    return cache[key]
+
+
 def _ledger(chapter_id: str) -> dict:
     path = LEDGERS / f"{chapter_id}.json"
     if not path.is_file():
@@ -300,9 +337,8 @@ def test_toc_has_chapters():
 
 
 @pytest.mark.parametrize("docname,chapter_id", CHAPTER_PARAMS)
-def test_chapter_page(browser, site, docname, chapter_id):
-    url = urljoin(site, f"{docname}.html")
-    page = open_page(browser, url)
+def test_chapter_page(browser, site, page_cache, docname, chapter_id):
+    page = chapter_facts(browser, site, page_cache, docname)
     where = f"{docname}.html"
 
     assert page["h1"], f"{where}: no title"
@@ -328,7 +364,7 @@ def test_chapter_page(browser, site, docname, chapter_id):
     )
     raised = re.findall(r"^\w*(?:Error|Exception): .*$", page["outputs"], flags=re.M)
     assert not raised, f"{where}: an exception in a cell's output: {raised[:3]}"
-    assert not console_errors(browser), f"{where}: console errors {console_errors(browser)}"
+    assert not page["console"], f"{where}: console errors {page['console']}"
 
     # The banner says what the reader is looking at, as the chapter's ledger recorded it.
     led = _ledger(chapter_id)
@@ -359,8 +395,8 @@ def test_chapter_page(browser, site, docname, chapter_id):
 
 
 @pytest.mark.parametrize("docname,chapter_id", CHAPTER_PARAMS)
-def test_search_finds_a_theorem(browser, site, docname, chapter_id):
-    page = open_page(browser, urljoin(site, f"{docname}.html"))
+def test_search_finds_a_theorem(browser, site, page_cache, docname, chapter_id):
+    page = chapter_facts(browser, site, page_cache, docname)
     assert page["theorem_titles"], f"{docname}: no theorem box to search for"
     named = [t for t in page["theorem_titles"] if ":" in t or "(" in t.split("(", 1)[-1]]
     query = _theorem_name((named or page["theorem_titles"])[0])
@@ -483,9 +519,8 @@ return {same_page: links.length, broken: broken, proof_refs: proofs,
 
 
 @pytest.mark.parametrize("docname,chapter_id", CHAPTER_PARAMS)
-def test_figures_are_captioned_named_and_cited(browser, site, docname, chapter_id):
-    open_page(browser, urljoin(site, f"{docname}.html"))
-    facts = browser.execute_script(FIGURE_FACTS)
+def test_figures_are_captioned_named_and_cited(browser, site, page_cache, docname, chapter_id):
+    facts = chapter_facts(browser, site, page_cache, docname)["figure_facts"]
     assert facts["images"] >= 1, f"{docname}: no figure"
     assert not facts["uncaptioned"], f"{docname}: figures without a caption: {facts['uncaptioned']}"
     assert facts["unnamed"] == 0, f"{docname}: {facts['unnamed']} figures without a name"
@@ -493,20 +528,19 @@ def test_figures_are_captioned_named_and_cited(browser, site, docname, chapter_i
 
 
 @pytest.mark.parametrize("docname,chapter_id", CHAPTER_PARAMS)
-def test_cross_references_land(browser, site, docname, chapter_id):
-    open_page(browser, urljoin(site, f"{docname}.html"))
-    facts = browser.execute_script(XREF_FACTS)
+def test_cross_references_land(browser, site, page_cache, docname, chapter_id):
+    facts = chapter_facts(browser, site, page_cache, docname)["xrefs"]
     assert not facts["broken"], f"{docname}: references to nothing on the page: {facts['broken']}"
     assert facts["proof_refs"], f"{docname}: no theorem, lemma or definition is cross-referenced"
-    for url in sorted(set(facts["other_pages"]))[:20]:
+    for url in sorted(set(facts["other_pages"])):  # every one: each page is loaded once
         parsed = urlparse(url)
         if not parsed.fragment:
             continue
-        browser.get(url)
-        found = browser.execute_script(
-            "return !!document.getElementById(decodeURIComponent(location.hash.slice(1)))"
+        ids, console = element_ids(browser, page_cache, url)
+        assert unquote(parsed.fragment) in ids, (
+            f"{docname}: the reference {url} lands on no element"
         )
-        assert found, f"{docname}: the reference {url} lands on no element"
+        assert not console, f"{url}: console errors {console}"
 
 
 FILTER_ROWS = """
