@@ -84,8 +84,10 @@ TARGETS: dict[str, list[str]] = {
     "fine_labels/training.py": ["tests/fine_labels"],
     "fine_labels/model.py": ["tests/fine_labels"],
     "fine_labels/symbolic.py": ["tests/fine_labels"],
+    "fine_labels/data.py": ["tests/fine_labels"],
     "gradient_features/theory.py": ["tests/gradient_features"],
     "gradient_features/network.py": ["tests/gradient_features"],
+    "gradient_features/data.py": ["tests/gradient_features"],
     "contrastive/theory.py": [
         "tests/contrastive/test_contrastive.py",
         "tests/contrastive/test_pruning.py",
