@@ -41,6 +41,7 @@ def run_methods(
     probe_steps: int | None = None,
     gamma: float | None = None,
     class_weighted: bool = False,
+    train_dtype: torch.dtype | None = None,
 ) -> dict:
     """Run ``methods`` on the training set ``(x, y)``; ``evals`` maps names to ``(x, y)`` evaluation
     sets (the first is "test"). ``gamma`` overrides the gamma used by the initialisation and
@@ -48,7 +49,11 @@ def run_methods(
     accuracies per evaluation set and the training set, a test-accuracy curve, and the max cosine to
     ``sum_A M_j``.
     ``class_weighted``: the first two steps use the class-weighted loss (A.293) of Section A.8, for
-    unbalanced classes."""
+    unbalanced classes.
+    ``train_dtype``: the dtype of the Adam trainings (the network's steps t > 2, RF and NTK), with
+    the data and the initial and two-step weights cast to it once they are computed; ``None``, the
+    data's dtype. The first two steps, whose step 1 cancels the initialisation against a step of
+    order 1e-7 (A.214), and the probes stay in the data's dtype."""
     device, dtype = x.device, x.dtype
     gamma = float(dist.gamma) if gamma is None else gamma
     sigma = dist.sigma
@@ -61,24 +66,28 @@ def run_methods(
     v = dist.signal_direction.to(device=device, dtype=dtype)
     first = next(iter(evals))
     out: dict = {"schedule": sched}
+    late = dtype if train_dtype is None else train_dtype
+    x_late, y_late = x.to(late), y.to(late)
+    evals_late = {name: (xe.to(late), ye.to(late)) for name, (xe, ye) in evals.items()}
+    p0_late, p2_late = p0.to(late), p2.to(late)
 
     def max_cos(W):
-        return float(net.cosines(W, v).max())
+        return float(net.cosines(W.to(dtype), v).max())
 
     def finals(fn):
-        res = {name: _acc(fn(xe), ye) for name, (xe, ye) in evals.items()}
-        res["train"] = _acc(fn(x), y)
+        res = {name: _acc(fn(xe), ye) for name, (xe, ye) in evals_late.items()}
+        res["train"] = _acc(fn(x_late), y_late)
         return res
 
     for method in methods:
         g = torch.Generator().manual_seed(generator_seed + 1 + METHODS.index(method))
         if method in ("network", "network-theory"):
             theory = method == "network-theory"
-            xe, ye = evals[first]
+            xe, ye = evals_late[first]
             p, hist = net.train_late(
-                p2,
-                x,
-                y,
+                p2_late,
+                x_late,
+                y_late,
                 steps,
                 batch,
                 g,
@@ -92,12 +101,12 @@ def run_methods(
             res = finals(lambda X: net.forward(p, X))
             res.update(curve=hist, cos=max_cos(p.W), params=p)
         elif method == "rf":
-            F = net.features(p0, x)
-            xe, ye = evals[first]
-            Fe = net.features(p0, xe)
+            F = net.features(p0_late, x_late)
+            xe, ye = evals_late[first]
+            Fe = net.features(p0_late, xe)
             a, hist = baselines.train_linear_head(
                 F,
-                y,
+                y_late,
                 steps,
                 batch,
                 g,
@@ -107,14 +116,14 @@ def run_methods(
                 evaluate=lambda a: {"test": _acc(Fe @ a, ye)},
                 progress=progress,
             )
-            res = finals(lambda X: net.features(p0, X) @ a)
+            res = finals(lambda X: net.features(p0_late, X) @ a)
             res.update(curve=hist, cos=max_cos(p0.W), head_norm=float(a.norm()))
         elif method == "ntk":
-            xe, ye = evals[first]
+            xe, ye = evals_late[first]
             model, hist = baselines.train_ntk(
-                p0,
-                x,
-                y,
+                p0_late,
+                x_late,
+                y_late,
                 steps,
                 batch,
                 g,
@@ -255,11 +264,13 @@ def table_run(
     probe_steps: int | None = None,
     progress: bool = False,
     class_weighted: bool = False,
+    train_dtype: torch.dtype | None = None,
 ) -> dict:
     """One column set of Tables A.1-A.5: the six methods on ``dist`` and the network on ``free``
     (the same A, M and labels without structure). The initialisation and schedule use ``dist.gamma``
     in both cases (without structure gamma can be 0, where sigma_a is undefined). Returns per method
-    ``(train, test, cos)`` and, for the probes, the raw reading's ``(train, test)``."""
+    ``(train, test, cos)`` and, for the probes, the raw reading's ``(train, test)``.
+    ``train_dtype``: as in :func:`run_methods`."""
     gen = torch.Generator().manual_seed(seed)
     x, y = sample_with_ratio(dist, n, negative_fraction, gen, device)
     xt, yt = sample_with_ratio(dist, n_test, negative_fraction, gen, device)
@@ -277,6 +288,7 @@ def table_run(
         progress=progress,
         probe_steps=probe_steps,
         class_weighted=class_weighted,
+        train_dtype=train_dtype,
     )
     xf, yf = sample_with_ratio(free, n, negative_fraction, gen, device)
     xft, yft = sample_with_ratio(free, n_test, negative_fraction, gen, device)
@@ -294,6 +306,7 @@ def table_run(
         progress=progress,
         gamma=float(dist.gamma),
         class_weighted=class_weighted,
+        train_dtype=train_dtype,
     )
     out = {
         key: (res[key]["train"], res[key]["test"], res[key]["cos"])
@@ -332,12 +345,13 @@ def fixed_feature_comparison(
     seed: int,
     device="cpu",
     eval_every: int = 10,
+    train_dtype: torch.dtype | None = None,
 ) -> dict:
     """One seed of the comparison of Section A.7.1 on a fresh D_A^mix (p_o = 1/2): the network with
     Adam and with the theory's late rate (A.276), random features, the NTK and RBF kernel ridge on
     ``kernel_n`` points; each evaluated on a test set of the mixture and one of its uniform part
     D^(0). Returns the :func:`run_methods` result with ``'kernel'`` added (``test``,
-    ``uniform part``, ``train``)."""
+    ``uniform part``, ``train``). ``train_dtype``: as in :func:`run_methods`."""
     gen = torch.Generator().manual_seed(10 + 1000 * seed)
     dist = em_data.parity_mixture(d, D, k, Fraction(1, 2), gen)
     x, y, _ = dist.sample(n, gen, device=device)
@@ -355,6 +369,7 @@ def fixed_feature_comparison(
         methods=("network", "network-theory", "rf", "ntk"),
         eval_every=eval_every,
         progress=False,
+        train_dtype=train_dtype,
     )
     kr = baselines.rbf_kernel_ridge(x[:kernel_n], y[:kernel_n], xt, yt)
     kr_u = baselines.rbf_kernel_ridge(x[:kernel_n], y[:kernel_n], xu, yu)
@@ -375,13 +390,15 @@ def structure_pair(
     seed: int,
     device="cpu",
     eval_every: int = 10,
+    train_dtype: torch.dtype | None = None,
 ) -> dict:
     """One seed of "Network w/o structure" (Table A.1): a fresh D_A^mix (p_o = 1/2) and its
     structure-free twin (uniform patterns, the same A, M and parity labels). The network, RF and
     NTK train on the twin, the network alone on the mixture, with the mixture's gamma for the
     initialisation and schedule in both. Returns ``{'free': ..., 'ref': ...}`` (the
     :func:`run_methods` results) and the median ``|cos(w_i^(1), v)|`` after the first step of
-    each, and the max cosine at initialisation on the twin."""
+    each, and the max cosine at initialisation on the twin. ``train_dtype``: as in
+    :func:`run_methods`."""
     gen = torch.Generator().manual_seed(10 + 1000 * seed)
     dist = em_data.parity_mixture(d, D, k, Fraction(1, 2), gen)
     free = em_data.without_structure(dist)
@@ -400,6 +417,7 @@ def structure_pair(
         gamma=float(dist.gamma),
         eval_every=eval_every,
         progress=False,
+        train_dtype=train_dtype,
     )
     xs, ys, _ = dist.sample(n, gen, device=device)
     xst, yst, _ = dist.sample(n_test, gen, device=device)
@@ -415,6 +433,7 @@ def structure_pair(
         methods=("network",),
         eval_every=eval_every,
         progress=False,
+        train_dtype=train_dtype,
     )
     v = dist.signal_direction.to(device=device, dtype=x.dtype)
     return {
@@ -439,9 +458,11 @@ def repeated_table_runs(
     negative_fraction: float | None = None,
     probe_steps: int | None = None,
     class_weighted: bool = False,
+    train_dtype: torch.dtype | None = None,
 ) -> list[dict]:
     """:func:`table_run` on ``seeds`` independent draws: ``make(generator)`` builds a fresh
-    distribution (new A, M) for each, with its structure-free twin; returns one result per seed."""
+    distribution (new A, M) for each, with its structure-free twin; returns one result per seed.
+    ``train_dtype``: as in :func:`run_methods`."""
     out = []
     for s in range(seeds):
         dist = make(torch.Generator().manual_seed(seed + 1000 * s + 17))
@@ -459,6 +480,7 @@ def repeated_table_runs(
                 negative_fraction=negative_fraction,
                 probe_steps=probe_steps,
                 class_weighted=class_weighted,
+                train_dtype=train_dtype,
             )
         )
     return out
@@ -476,11 +498,20 @@ def mean_over_seeds(runs: list[dict]) -> dict:
 
 
 def weighting_pair(
-    make, n: int, n_test: int, m: int, steps: int, batch: int, seed: int, device="cpu"
+    make,
+    n: int,
+    n_test: int,
+    m: int,
+    steps: int,
+    batch: int,
+    seed: int,
+    device="cpu",
+    train_dtype: torch.dtype | None = None,
 ) -> dict:
     """The network on a fresh draw of ``make(generator)`` with the plain and with the
     class-weighted (A.293) first two steps, the same data, init and later steps; returns both test
-    accuracies, the positive rate and the test set's majority-class rate."""
+    accuracies, the positive rate and the test set's majority-class rate. ``train_dtype``: as in
+    :func:`run_methods`."""
     gen = torch.Generator().manual_seed(seed)
     dist = make(gen)
     x, y = sample_with_ratio(dist, n, None, gen, device)
@@ -500,6 +531,7 @@ def weighting_pair(
             eval_every=max(steps // 10, 1),
             progress=False,
             class_weighted=weighted,
+            train_dtype=train_dtype,
         )
         acc[name] = res["network"]["test"]
     acc["positive_rate"] = float(dist.positive_rate)

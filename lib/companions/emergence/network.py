@@ -38,6 +38,10 @@ class Params:
     def detach(self) -> "Params":
         return Params(self.W.detach().clone(), self.b.detach().clone(), self.a.detach().clone())
 
+    def to(self, dtype: torch.dtype) -> "Params":
+        """The parameters in ``dtype`` (the same tensors when they are in it already)."""
+        return Params(self.W.to(dtype), self.b.to(dtype), self.a.to(dtype))
+
     @property
     def width(self) -> int:
         return self.W.shape[0]
@@ -133,13 +137,14 @@ def gradients(
     ``weights`` (summing to 1) replace the uniform average: with the probabilities of an enumerated
     support they give the exact population gradient."""
     z = preactivations(p, X)
-    out = smoothed_relu(z, s) @ p.a
+    hidden = smoothed_relu(z, s)  # (n, 2m), used twice
+    out = hidden @ p.a
     u = y * (y * out <= 1).to(X.dtype)
     u = u / X.shape[0] if weights is None else u * weights
     act = smoothed_relu_derivative(z, s) * u.unsqueeze(1)  # (n, 2m)
     gW = -(p.a.unsqueeze(1) * (act.T @ X))
     gb = -(p.a * act.sum(0))
-    ga = -(smoothed_relu(z, s).T @ u)
+    ga = -(hidden.T @ u)
     return Params(gW, gb, ga)
 
 
