@@ -108,6 +108,23 @@ def test_chapters_start_longest_smoke_run_first(tmp_path):
     assert all(p.suffix == ".md" and p.is_file() for p in build.chapter_sources(ROOT))
 
 
+def test_measured_default_times_order_the_chapters_they_list(tmp_path):
+    paths = [Path(f"{c}.md") for c in "abcde"]
+    ids = list("abcde")
+    (tmp_path / "a.json").write_text(json.dumps({"scale": "smoke", "wall_seconds": 3.0}))
+    (tmp_path / "b.json").write_text(json.dumps({"scale": "smoke", "wall_seconds": 50.0}))
+    measured = {"c": 10, "d": 300, "e": 10}
+    # unlisted first (b before a by smoke time), then the listed, longest first, ties in book order
+    order = build.longest_first(paths, ids, tmp_path, measured)
+    assert [p.stem for p in order] == list("badce")
+    assert [p.stem for p in build.longest_first(paths, ids, None, measured)] == list("abdce")
+
+
+def test_measured_default_times_name_real_chapters():
+    assert set(build.DEFAULT_SECONDS) <= set(CHAPTER_IDS)
+    assert all(seconds > 0 for seconds in build.DEFAULT_SECONDS.values())
+
+
 def test_the_cached_config_only_changes_how_notebooks_execute(tmp_path):
     for name in ("_config.yml", "_toc.yml"):
         (tmp_path / name).write_text((ROOT / name).read_text())

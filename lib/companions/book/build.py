@@ -102,31 +102,83 @@ def chapter_ids(root: Path) -> list[str]:
     return [declared[str(p.relative_to(root).with_suffix(""))].id for p in chapter_sources(root)]
 
 
-def longest_first(sources: list[Path], ids: list[str], ledger_dir: Path | None) -> list[Path]:
-    """The chapters in the order to start them: by the wall time of their smoke ledger in
-    ``ledger_dir``, longest first, so that the longest chapter does not start last while the other
-    workers stand idle. A chapter without a readable smoke ledger goes first (it may be long);
-    ties and chapters without one keep the book's order. Without ``ledger_dir``, the book's order.
+#: Each chapter's wall time at the default scale (seconds), as the book build of ``.ci/run``
+#: measured it on the 2-core machine, two chapters at a time with one thread each (2026-11-27; the
+#: three emergence chapters whose trainings moved to float32 were measured again after it). Only
+#: the order in which the default build starts the chapters reads it: a default run is not its
+#: smoke run times a constant (``emergence-target``: 26 s at smoke, 60 s at default), and the
+#: chapter started last decides how long the other worker stands idle at the end.
+DEFAULT_SECONDS = {
+    "emergence-experiments": 259,
+    "contrastive-pruning": 273,
+    "contrastive-stage3": 258,
+    "gemfilter": 251,
+    "dg-nuclear-norm": 220,
+    "fine-labels-fine": 162,
+    "icl-scale-regression": 146,
+    "fourier-transformer": 135,
+    "gradient-parities": 98,
+    "gradient-mixtures": 98,
+    "emergence-fixed-features": 90,
+    "universality-trade-off": 76,
+    "icl-scale-parity": 75,
+    "gradient-framework": 69,
+    "looped-gd": 63,
+    "emergence-no-structure": 60,
+    "emergence-target": 60,
+    "contrastive-stage2": 59,
+    "fourier-training": 54,
+    "contrastive-stage1": 50,
+    "emergence-first-steps": 47,
+    "fine-labels-coarse": 46,
+    "fourier-max-margin": 28,
+    "contrastive-setting": 23,
+    "fine-labels-model": 10,
+}
+
+
+def longest_first(
+    sources: list[Path],
+    ids: list[str],
+    ledger_dir: Path | None,
+    measured: dict[str, float] | None = None,
+) -> list[Path]:
+    """The chapters in the order to start them, longest first, so that the longest chapter does
+    not start last while the other workers stand idle.
+
+    ``measured`` (chapter id -> seconds at the scale being built, e.g. :data:`DEFAULT_SECONDS`):
+    the chapters it lists go by those times. The others go first (they may be long), by the wall
+    time of their smoke ledger in ``ledger_dir``; a chapter without a readable smoke ledger before
+    them. Ties keep the book's order. Without ``ledger_dir`` and ``measured``, the book's order.
     """
-    if ledger_dir is None:
+    if ledger_dir is None and not measured:
         return list(sources)
+    measured = measured or {}
 
     def smoke_seconds(chapter_id: str) -> float:
+        if ledger_dir is None:
+            return math.inf
         try:
             ledger = json.loads((Path(ledger_dir) / f"{chapter_id}.json").read_text())
             return float(ledger["wall_seconds"]) if ledger.get("scale") == "smoke" else math.inf
         except (OSError, ValueError, KeyError, TypeError):
             return math.inf
 
-    seconds = {path: smoke_seconds(chapter_id) for path, chapter_id in zip(sources, ids)}
-    return sorted(sources, key=lambda path: -seconds[path])
+    def key(chapter_id: str) -> tuple[int, float]:
+        if chapter_id in measured:
+            return (1, -float(measured[chapter_id]))
+        return (0, -smoke_seconds(chapter_id))
+
+    keys = {path: key(chapter_id) for path, chapter_id in zip(sources, ids)}
+    return sorted(sources, key=lambda path: keys[path])
 
 
 def execute_chapters(
     root: Path, jobs: int, timeout: int = 600, log=print
 ) -> tuple[dict[str, float], dict[str, str]]:
     """Execute every chapter, ``jobs`` at a time, into a fresh cache under ``root/_build``; longest
-    first when ``$BOOK_SMOKE_LEDGER_DIR`` holds their smoke ledgers (:func:`longest_first`).
+    first (:func:`longest_first`): at the default scale by :data:`DEFAULT_SECONDS`, otherwise by
+    the smoke ledgers in ``$BOOK_SMOKE_LEDGER_DIR`` where it holds them.
     Returns ``({chapter path: seconds}, {chapter path: error})``."""
     from jupyter_cache import get_cache
     from jupyter_cache.base import CacheBundleIn
@@ -134,8 +186,14 @@ def execute_chapters(
     from companions.ledger import SMOKE_LEDGER_ENV
 
     smoke = os.environ.get(SMOKE_LEDGER_ENV)
+    from companions.scale import SCALE_ENV
+
+    default_scale = (os.environ.get(SCALE_ENV) or "default") == "default"
     sources = longest_first(
-        chapter_sources(root), chapter_ids(root), Path(smoke) if smoke else None
+        chapter_sources(root),
+        chapter_ids(root),
+        Path(smoke) if smoke else None,
+        DEFAULT_SECONDS if default_scale else None,
     )
     cache_dir = root / CACHE
     if cache_dir.exists():
