@@ -69,3 +69,9 @@ def test_the_probes_are_untouched_by_the_training_dtype(both):
     wide, narrow = both
     for key in ("one-step", "two-step"):
         assert narrow[key]["test"] == wide[key]["test"] and narrow[key]["cos"] == wide[key]["cos"]
+
+
+@pytest.mark.parametrize("labels", [[1.0, 0.0, -1.0], [2.0, -1.0], [1.0, -1.0, 0.5]])
+def test_class_weights_refuse_labels_other_than_plus_minus_one(labels):
+    with pytest.raises(ValueError, match=r"parameter 'y' must hold labels \+1 and -1 only"):
+        net.class_weights(torch.tensor(labels, dtype=torch.float64))

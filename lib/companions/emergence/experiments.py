@@ -50,10 +50,11 @@ def run_methods(
     ``sum_A M_j``.
     ``class_weighted``: the first two steps use the class-weighted loss (A.293) of Section A.8, for
     unbalanced classes.
-    ``train_dtype``: the dtype of the Adam trainings (the network's steps t > 2, RF and NTK), with
-    the data and the initial and two-step weights cast to it once they are computed; ``None``, the
-    data's dtype. The first two steps, whose step 1 cancels the initialisation against a step of
-    order 1e-7 (A.214), and the probes stay in the data's dtype."""
+    ``train_dtype``: the dtype of the trainings after the first two steps (the network's steps
+    t > 2, with Adam or the theory's SGD, RF and NTK), with the data and the initial and two-step
+    weights cast to it once they are computed; ``None``, the data's dtype. The first two steps,
+    whose step 1 cancels the initialisation against a step of order 1e-7 (A.214), and the probes
+    stay in the data's dtype."""
     device, dtype = x.device, x.dtype
     gamma = float(dist.gamma) if gamma is None else gamma
     sigma = dist.sigma

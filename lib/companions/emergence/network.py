@@ -207,6 +207,9 @@ def first_two_steps(
 def class_weights(y: torch.Tensor) -> torch.Tensor:
     """Per-example weights of the class-weighted loss (A.293) of the general setting (Section A.8):
     ``alpha_v = 1 / (2 Pr[y = v])`` with empirical class frequencies, normalised to sum to 1."""
+    if not bool(((y == 1) | (y == -1)).all()):
+        bad = sorted({float(v) for v in y[(y != 1) & (y != -1)].unique()})[:3]
+        raise ValueError(f"parameter 'y' must hold labels +1 and -1 only (found {bad})")
     pos = (y > 0).to(y.dtype)
     n_pos, n_neg = float(pos.sum()), float((1 - pos).sum())
     if n_pos == 0 or n_neg == 0:
