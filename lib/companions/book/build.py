@@ -184,10 +184,9 @@ def execute_chapters(
     from jupyter_cache.base import CacheBundleIn
 
     from companions.ledger import SMOKE_LEDGER_ENV
-
-    smoke = os.environ.get(SMOKE_LEDGER_ENV)
     from companions.scale import SCALE_ENV
 
+    smoke = os.environ.get(SMOKE_LEDGER_ENV)
     default_scale = (os.environ.get(SCALE_ENV) or "default") == "default"
     sources = longest_first(
         chapter_sources(root),
