@@ -472,3 +472,13 @@ def test_ledger_rejects_a_json_that_is_not_a_ledger(tmp_path):
     (tmp_path / "led" / "other.json").write_text('{"hello": 1}')
     result = companions_cli("ledger", "--dir", "led", cwd=tmp_path)
     assert result.returncode == 2 and "not a chapter ledger" in result.stderr
+
+
+def test_build_with_a_bad_book_scale_exits_2_before_running_anything(monkeypatch, capsys):
+    from companions.book import build
+
+    monkeypatch.setenv(S.SCALE_ENV, "huge")
+    monkeypatch.setattr(build, "build", lambda *a, **k: pytest.fail("the build started"))
+    assert cli.main(["build"]) == 2
+    err = capsys.readouterr().err
+    assert "BOOK_SCALE" in err and "'huge'" in err

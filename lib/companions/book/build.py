@@ -184,10 +184,10 @@ def execute_chapters(
     from jupyter_cache.base import CacheBundleIn
 
     from companions.ledger import SMOKE_LEDGER_ENV
-    from companions.scale import SCALE_ENV
+    from companions.scale import resolve_scale
 
     smoke = os.environ.get(SMOKE_LEDGER_ENV)
-    default_scale = (os.environ.get(SCALE_ENV) or "default") == "default"
+    default_scale = resolve_scale(None) == "default"
     sources = longest_first(
         chapter_sources(root),
         chapter_ids(root),

@@ -543,11 +543,17 @@ def cmd_grade(args: argparse.Namespace) -> int:
 def cmd_build(args: argparse.Namespace) -> int:
     import os
 
+    from companions import scale as scale_mod
     from companions.book import build
 
     jobs = args.jobs if args.jobs is not None else (os.cpu_count() or 1)
     if jobs < 1:
         print(f"error: 'jobs' must be at least 1, not {jobs}", file=sys.stderr)
+        return 2
+    try:  # before anything runs: every chapter would otherwise fail on it, one by one
+        scale_mod.resolve_scale(None)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
         return 2
     extra = [a for a in args.extra if a != "--"]
     return build.build(repository_root(), jobs, extra)
