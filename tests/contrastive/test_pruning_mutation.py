@@ -314,14 +314,15 @@ def test_other_feature_rate_over_a_later_window_per_run():
 
 def test_table2_rows_derived_columns_round_to_two_places(monkeypatch):
     table = (
-        ("A", 1, 50.0, 0.3, 51.2345, 0.4, 3.0, 0.6, 2.0, 0.8),
+        ("A", 1, 50.0, 0.3, 51.2345, 0.4, 3.0, 0.3, 2.7563, 0.4),
         ("A", 10, 50.0, None, 51.0, None, 3.0, None, 1.0, None),
     )
     monkeypatch.setattr(pr, "TABLE_2", table)
     r0, r1 = pr.table2_rows()
-    assert r0["gain"] == 1.23 and r0["delta20_change"] == -1.0
-    assert r0["gain_in_sd"] == round(1.2345 / 0.5, 2)  # hypot(0.3, 0.4) = 0.5
-    assert r0["delta20_change_in_sd"] == -1.0  # hypot(0.6, 0.8) = 1
+    assert r0["gain"] == 1.23 and r0["delta20_change"] == -0.24
+    # both standard deviations combine to hypot(0.3, 0.4) = 0.5
+    assert r0["gain_in_sd"] == 2.47  # 1.2345 / 0.5 = 2.469
+    assert r0["delta20_change_in_sd"] == -0.49  # -0.2437 / 0.5 = -0.4874
     assert r1["gain_in_sd"] is None and r1["delta20_change_in_sd"] is None
     assert set(r0) == {
         "dataset",
