@@ -239,3 +239,13 @@ def test_sample_batch_scales_the_noise_in_float64():
     assert torch.allclose(b.x, ex, rtol=0, atol=1e-14) and torch.allclose(
         b.y, ey, rtol=0, atol=1e-14
     )
+
+
+@pytest.mark.parametrize("pooled", [True, False])
+def test_sample_batch_float64_noise_cast_to_a_float32_dictionary(pooled):
+    # float64 draws with a float32 M: the noise is cast to M's dtype, so are the views
+    M = cd.dictionary(1, 5, 2, g(0), dtype=torch.float32)
+    probs = torch.tensor([[1.0, 0.5]], dtype=F64)
+    sigma = torch.tensor([0.5], dtype=F64)
+    b = cd.sample_batch(M, probs, sigma, 3, 2, 0.5, 1.0, g(1), pooled=pooled, noise_dtype=F64)
+    assert b.x.dtype == b.y.dtype == torch.float32
