@@ -296,9 +296,9 @@ def _hist(A, steps):
 def test_other_feature_rate_over_a_later_window_per_run():
     # T = 3 logged steps 10, 20, 30 (the window is steps[-1] - steps[0] = 20); R = 2, d = 3
     A = torch.ones(3, 2, 1, 3, dtype=F64)
-    A[0, 0, 0] = torch.tensor([1.0, 2.0, 0.5], dtype=F64)
+    A[0, 0, 0] = torch.tensor([1.0, 2.0, 2.0], dtype=F64)
     A[1, 0, 0] = torch.tensor([1.0, 99.0, 99.0], dtype=F64)  # the middle step is not read
-    A[2, 0, 0] = torch.tensor([1.0, 2 * math.e**2, 0.5 * math.e**4], dtype=F64)
+    A[2, 0, 0] = torch.tensor([1.0, 2 * math.e**2, 2 * math.e**4], dtype=F64)
     A[2, 1, 0] = torch.tensor([math.e**6, 1.0, 1.0], dtype=F64)
     rate = pr.other_feature_rate(_hist(A, [10, 20, 30]), torch.tensor([0, 1]))
     # run 0: features 1, 2 grow by e^2 and e^4 -> (2 + 4) / 2 / 20; run 1: j* = 1 left out,
