@@ -315,12 +315,12 @@ def test_regression_target_support_is_in_the_codes_dtype():
 def test_regression_mse_support_target_intercept_only():
     # f(X) = 0: predictions are the training frequencies of each feature (shrink ~1e-6)
     z_tr = torch.tensor([[1.0, 0.0], [-2.0, 0.0], [0.0, 0.0], [0.5, 3.0]], dtype=F64)
-    z_te = torch.tensor([[0.0, 1.0], [1.0, 0.0]], dtype=F64)
+    z_te = torch.tensor([[0.0, 0.5], [-2.0, 0.0]], dtype=F64)  # support (0, 1), (1, 0)
     h_tr, h_te = torch.zeros(1, 4, 1, dtype=F64), torch.zeros(1, 2, 1, dtype=F64)
     mse, r = cmet.regression_mse(
         h_tr, z_tr[None, :, None], h_te, z_te[None, :, None], n_maj=1, target="support"
     )
-    # support frequencies (3/4, 1/4); test indicators (0, 1), (1, 0)
+    # support frequencies (3/4, 1/4); test indicators (0, 1), (1, 0) (not the codes' values)
     errs = [(0.75 - 0) ** 2, (0.25 - 1) ** 2, (0.75 - 1) ** 2, (0.25 - 0) ** 2]
     assert torch.allclose(mse, torch.tensor([sum(errs) / 4], dtype=F64), rtol=1e-5)
     # minority column 1: errors (0.75, 0.25), variance of (1, 0) = 1/2
