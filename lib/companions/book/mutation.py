@@ -108,6 +108,22 @@ TARGETS: dict[str, list[str]] = {
         "tests/contrastive/test_pruning.py",
         "tests/contrastive/test_training_mutation.py",
     ],
+    "contrastive/pruning.py": [
+        "tests/contrastive/test_contrastive.py",
+        "tests/contrastive/test_pruning.py",
+        "tests/contrastive/test_pruning_mutation.py",
+    ],
+    "contrastive/metrics.py": [
+        "tests/contrastive/test_contrastive.py",
+        "tests/contrastive/test_pruning.py",
+        "tests/contrastive/test_metrics_mutation.py",
+    ],
+    "contrastive/data.py": [
+        "tests/contrastive/test_contrastive.py",
+        "tests/contrastive/test_pruning.py",
+        "tests/contrastive/test_training_mutation.py",
+        "tests/contrastive/test_data_mutation.py",
+    ],
 }
 
 #: What mutmut's exit codes mean (mutmut.stats.status_by_exit_code, flattened).
