@@ -78,7 +78,11 @@ TARGETS: dict[str, list[str]] = {
     "emergence/data.py": ["tests/emergence"],
     "emergence/baselines.py": ["tests/emergence"],
     "emergence/analysis.py": ["tests/emergence"],
-    "emergence/experiments.py": ["tests/emergence"],
+    "emergence/experiments.py": [
+        "tests/emergence/test_emergence.py",
+        "tests/emergence/test_train_dtype.py",
+        "tests/emergence/test_experiments_mutation.py",
+    ],
     "looped/training.py": ["tests/looped"],
     "looped/construction.py": ["tests/looped"],
     "looped/symbolic.py": ["tests/looped"],
