@@ -55,6 +55,9 @@ def run_methods(
     weights cast to it once they are computed; ``None``, the data's dtype. The first two steps,
     whose step 1 cancels the initialisation against a step of order 1e-7 (A.214), and the probes
     stay in the data's dtype."""
+    unknown = [method for method in methods if method not in METHODS]
+    if unknown:
+        raise ValueError(f"parameter 'methods' has {unknown[0]!r}: expected items of {METHODS}")
     device, dtype = x.device, x.dtype
     gamma = float(dist.gamma) if gamma is None else gamma
     sigma = dist.sigma
@@ -136,7 +139,7 @@ def run_methods(
             with torch.no_grad():
                 res = finals(model)
             res.update(curve=hist, cos=float("nan"))
-        elif method in ("one-step", "two-step"):
+        else:  # "one-step" or "two-step" (the methods are checked above)
             p = p1 if method == "one-step" else p2
             F = net.features(p, x)
             std = F.std(0)
@@ -150,8 +153,6 @@ def run_methods(
                 raw = analysis.probes(p, x, y, xe, ye, probe_steps, batch, g)["raw"]
                 res["raw_train"], res["raw_test"] = raw["train"], raw["test"]
             res.update(cos=max_cos(p.W), kept=int(keep.sum()))
-        else:
-            raise ValueError(f"parameter 'methods' has {method!r}: expected items of {METHODS}")
         out[method] = res
     out["p0"], out["p1"], out["p2"] = p0, p1, p2
     return out
