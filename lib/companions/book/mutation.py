@@ -86,8 +86,14 @@ TARGETS: dict[str, list[str]] = {
     "icl_scale/theory.py": ["tests/icl_scale"],
     "icl_scale/model.py": ["tests/icl_scale"],
     "icl_scale/data.py": ["tests/icl_scale"],
-    "icl_scale/parity.py": ["tests/icl_scale"],
-    "icl_scale/experiments.py": ["tests/icl_scale"],
+    "icl_scale/parity.py": [
+        "tests/icl_scale/test_icl_scale.py",
+        "tests/icl_scale/test_parity_mutation.py",
+    ],
+    "icl_scale/experiments.py": [
+        "tests/icl_scale/test_icl_scale.py",
+        "tests/icl_scale/test_experiments_mutation.py",
+    ],
     "gemfilter/model.py": ["tests/gemfilter"],
     "gemfilter/complexity.py": ["tests/gemfilter"],
     "fine_labels/theory.py": ["tests/fine_labels"],
