@@ -347,3 +347,13 @@ def test_smaller_norm_search_checks_the_rescaled_margin(monkeypatch):
     )
     with pytest.raises(ArithmeticError, match="^rescaled network does not have smallest margin 1$"):
         pa.smaller_norm_search(1, 3, g_, lambda s: s)
+
+
+def test_constructions_name_the_parameter_they_refuse():
+    msg = "^parameter '{}' = {} is not allowed: expected a power of 2, >= 2$"
+    with pytest.raises(ValueError, match=msg.format("d", 6)):
+        pa.construction(6, F(1, 4))
+    with pytest.raises(ValueError, match=msg.format("k", 3)):
+        pa.construction_small(3, 4, F(1, 4))
+    with pytest.raises(ValueError, match=msg.format("d", 12)):
+        pa.construction_small(2, 12, F(1, 4))
