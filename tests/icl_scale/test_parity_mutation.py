@@ -357,3 +357,11 @@ def test_constructions_name_the_parameter_they_refuse():
         pa.construction_small(3, 4, F(1, 4))
     with pytest.raises(ValueError, match=msg.format("d", 12)):
         pa.construction_small(2, 12, F(1, 4))
+
+
+def test_evaluate_keeps_the_heads_in_float64():
+    # diagonals of thirds: a float32 copy of V would move the outputs by about 1e-8
+    nets = [([1, -1], [[F(1, 3), F(-2, 3), F(1, 3), F(0)], [F(-1, 3), F(1, 3), F(0), F(1, 3)]])]
+    got = pa.evaluate(nets, 4, 4, 0.2, 3, 0.1, 6, torch.Generator().manual_seed(3))
+    ref = _evaluate_reference(nets, 4, 4, 0.2, 3, 0.1, 6, torch.Generator().manual_seed(3))
+    assert torch.allclose(got[0], ref[0], rtol=0, atol=1e-15)
