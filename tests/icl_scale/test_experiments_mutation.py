@@ -289,21 +289,30 @@ def test_train_ranks_hands_out_seeds_and_summaries(Q, monkeypatch):
 
 def test_trained_table_rows_by_hand(Q):
     U1 = Q @ torch.diag(torch.tensor([0.5, 0.25, 0.0], dtype=F64)) @ Q.T
+    U2 = Q @ torch.diag(torch.tensor([0.125, 0.5, 1.0], dtype=F64)) @ Q.T
     trained = {
-        1: [(ex.TrainedLSA(1, U1, []), 0.1, 0.02), (ex.TrainedLSA(1, U1, []), 0.3, 0.04)],
-        2: [(ex.TrainedLSA(2, U1, []), 0.2, 0.0), (ex.TrainedLSA(2, U1, []), 0.2, 0.0)],
+        1: [(ex.TrainedLSA(1, U1, []), 0.1, 0.02), (ex.TrainedLSA(1, U2, []), 0.3, 0.04)],
+        2: [(ex.TrainedLSA(2, U2, []), 0.2, 0.0), (ex.TrainedLSA(2, U1, []), 0.2, 0.0)],
     }
     table, margins = ex.trained_table(trained, LAM, Q, 6)
     lines = table.split("\n")
     assert len(lines) == 4 and lines[1] == "|---|---|---|---|---|"
-    assert lines[0].startswith("| r | relative distance (mean ± se) |")
-    assert margins[1] == pytest.approx((0.2, 0.1)) and margins[2] == pytest.approx((0.2, 0.0))
+    assert lines[0] == (  # the header, as the chapter prints it
+        "| r | relative distance (mean ± se) | excess loss (mean) | learned diag(Q^T uU Q) | v* |"
+    )
+    # mean and standard error in float64, by the statistics module
+    mean = statistics.fmean([0.1, 0.3])
+    se = statistics.stdev([0.1, 0.3]) / math.sqrt(2)
+    assert margins[1][0] == pytest.approx(mean, rel=1e-15)
+    assert margins[1][1] == pytest.approx(se, rel=1e-14)
+    assert margins[2] == pytest.approx((0.2, 0.0), rel=1e-15, abs=1e-300)
     v1 = theory.optimal_v(LAM, 6, 1)
+    # the first seed's learned diagonal: U1's for r = 1, U2's for r = 2
     assert lines[2] == (
         f"| 1 | 0.2000 ± 0.1000 | 3.00e-02 | 0.500, 0.250, 0.000 | "
         f"{', '.join(f'{x:.3f}' for x in v1)} |"
     )
-    assert lines[3].startswith("| 2 | 0.2000 ± 0.0000 | 0.00e+00 | 0.500, 0.250, 0.000 |")
+    assert lines[3].startswith("| 2 | 0.2000 ± 0.0000 | 0.00e+00 | 0.125, 0.500, 1.000 |")
 
 
 def _recording_mc(record, values):
