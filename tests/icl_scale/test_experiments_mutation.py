@@ -1,0 +1,413 @@
+"""companions.icl_scale.experiments against independent reimplementations (issue 23, mutation
+testing).
+
+- ``Estimate`` / ``PairedLosses``: means and standard errors by hand.
+- ``mc_population_loss`` / ``mc_evaluation_losses``: the same prompts drawn chunk by chunk from the
+  generator, the prediction through the reduced form ``(u / rho) sum_i y_i x_i^T U x_q`` (eq. 5.2,
+  which tests/icl_scale/test_icl_scale.py checks against the full eq. 5.1).
+- ``train_rank_r`` / ``gd_population``: ``torch.optim.Adam`` with cosine decay driven by hand.
+- ``trained_summary``: the zero predictor, whose loss is ``tr(Lambda) / 2`` by hand.
+- the chapter's loops: the seeds they hand out and the rows they build, with the Monte Carlo and
+  the training replaced by recorders.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from fractions import Fraction as F
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from companions import stats
+from companions.icl_scale import data, model, theory
+from companions.icl_scale import experiments as ex
+
+F64 = torch.float64
+LAM = [2.0, 1.0, 0.5]
+
+
+@pytest.fixture
+def Q():
+    return data.random_orthogonal(3, torch.Generator().manual_seed(2))
+
+
+def test_estimate_by_hand():
+    e = ex.Estimate(3.0, 0.5)
+    assert e.z(2) == 2.0 and e.z(F(4)) == -2.0
+    est = ex._estimate(torch.tensor([1, 2, 6]))  # integers: cast to float64
+    assert est.mean == 3.0 and est.se == pytest.approx(math.sqrt(7 / 3), rel=1e-15)
+    pl = ex.PairedLosses(torch.tensor([[1.0, 2.0, 6.0], [0.0, 0.0, 3.0]], dtype=F64))
+    assert pl.estimate(1).mean == 1.0 and pl.estimate(1).se == pytest.approx(1.0)
+    d = pl.difference(0, 1)  # (1, 2, 3)
+    assert d.mean == 2.0 and d.se == pytest.approx(1 / math.sqrt(3))
+
+
+def _reduced(p, U, u, rho):
+    h = (p.y[..., None] * p.X).sum(1)
+    return u * ((h @ U) * p.xq).sum(-1) / rho
+
+
+def test_mc_population_loss_chunk_by_chunk(Q):
+    g = torch.Generator().manual_seed(3)
+    U = torch.randn(3, 3, generator=g, dtype=F64)
+    est = ex.mc_population_loss(U, 0.7, LAM, Q, 5, 7, torch.Generator().manual_seed(4), chunk=3)
+    g = torch.Generator().manual_seed(4)
+    vals = []
+    for b in (3, 3, 1):
+        p = data.prompts(b, 5, LAM, Q, g)
+        vals.append(0.5 * (_reduced(p, U, 0.7, 5) - p.yq) ** 2)
+    v = torch.cat(vals)
+    assert est.mean == pytest.approx(float(v.mean()), rel=1e-12)
+    assert est.se == pytest.approx(float(v.std() / math.sqrt(7)), rel=1e-12)
+    # the default chunk holds every trial at once; a float32 U is used in float64
+    U32 = U.float()
+    est = ex.mc_population_loss(U32, 0.7, LAM, Q, 5, 7, torch.Generator().manual_seed(4))
+    p = data.prompts(7, 5, LAM, Q, torch.Generator().manual_seed(4))
+    v = 0.5 * (_reduced(p, U32.double(), 0.7, 5) - p.yq) ** 2
+    assert est.mean == pytest.approx(float(v.mean()), rel=1e-12)
+
+
+def test_mc_population_loss_default_chunk_is_50000(Q):
+    U = 0.1 * torch.eye(3, dtype=F64)
+    est = ex.mc_population_loss(U, 1.0, LAM, Q, 1, 50_001, torch.Generator().manual_seed(5))
+    g = torch.Generator().manual_seed(5)
+    vals = []
+    for b in (50_000, 1):
+        p = data.prompts(b, 1, LAM, Q, g)
+        vals.append(0.5 * (_reduced(p, U, 1.0, 1) - p.yq) ** 2)
+    assert est.mean == pytest.approx(float(torch.cat(vals).mean()), rel=1e-12)
+
+
+@pytest.mark.parametrize("sigma, flip", [(0.0, 0.0), (0.5, 0.2)])
+def test_mc_evaluation_losses_chunk_by_chunk(Q, sigma, flip):
+    g = torch.Generator().manual_seed(5)
+    Us = [torch.randn(3, 3, generator=g, dtype=F64) for _ in range(2)]
+    w = torch.tensor([1.0, -0.5, 2.0], dtype=F64)
+    pl = ex.mc_evaluation_losses(
+        Us, LAM, Q, w, 4, 5, torch.Generator().manual_seed(6), sigma=sigma, flip=flip, chunk=2
+    )
+    g = torch.Generator().manual_seed(6)
+    cols = []
+    for b in (2, 2, 1):
+        p = data.prompts(b, 4, LAM, Q, g, w=w, sigma=sigma, flip=flip)
+        cols.append(torch.stack([(_reduced(p, U, 1.0, 4) - p.yq) ** 2 for U in Us]))
+    assert torch.allclose(pl.losses, torch.cat(cols, 1), rtol=1e-12)
+    assert pl.losses.shape == (2, 5)
+    full = ex.mc_evaluation_losses(Us, LAM, Q, w, 4, 5, torch.Generator().manual_seed(6))
+    p = data.prompts(5, 4, LAM, Q, torch.Generator().manual_seed(6), w=w)
+    assert torch.allclose(full.losses[1], (_reduced(p, Us[1], 1.0, 4) - p.yq) ** 2, rtol=1e-12)
+
+
+def test_train_rank_r_is_adam_with_cosine_decay(Q, monkeypatch):
+    bars = []
+
+    class Bar:
+        def __init__(self, it, **kw):
+            self.it, self.kw, self.closed = it, kw, False
+            bars.append(self)
+
+        def __iter__(self):
+            return iter(self.it)
+
+        def close(self):
+            self.closed = True
+
+    monkeypatch.setattr(ex, "progress_bar", Bar)
+    run = ex.train_rank_r(2, LAM, Q.float(), 6, 5, 8, 0.05, torch.Generator().manual_seed(7))
+    assert bars[0].kw == dict(desc="rank 2", disable=False, mininterval=1.0) and bars[0].closed
+    g = torch.Generator().manual_seed(7)
+    net = model.LowRankLSA(3, 2, g)
+    opt = torch.optim.Adam(net.parameters(), lr=0.05)
+    losses = []
+    for t in range(5):
+        for group in opt.param_groups:
+            group["lr"] = 0.05 * (1 + math.cos(math.pi * t / 5)) / 2
+        p = data.prompts(8, 6, LAM, Q.float(), g, dtype=torch.float32)
+        U = net.W_K.T @ net.W_Q
+        h = (p.y[..., None] * p.X).sum(1)
+        pred = net.u * ((h @ U) * p.xq).sum(-1) / 6
+        loss = 0.5 * ((pred - p.yq) ** 2).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(float(loss.detach()))
+    assert run.r == 2 and run.U.dtype == F64
+    assert torch.allclose(run.U, (net.u * net.W_K.T @ net.W_Q).double(), atol=1e-5)
+    assert run.losses == pytest.approx(losses, rel=1e-4)
+    ex.train_rank_r(1, LAM, Q.float(), 6, 1, 2, 0.05, torch.Generator(), progress=False)
+    assert bars[1].kw["disable"] is True and bars[1].kw["desc"] == "rank 1"
+    with pytest.raises(FloatingPointError, match="loss became nan: lower 'train_lr'"):
+        ex.train_rank_r(1, LAM, Q.float() * math.nan, 6, 3, 2, 0.05, torch.Generator())
+
+
+def test_trained_summary_of_the_optimum_and_of_zero(Q):
+    Ustar = theory.optimal_U(Q, LAM, 6, 2)
+    dist, excess = ex.trained_summary(ex.TrainedLSA(2, Ustar.clone(), []), LAM, Q, 6)
+    assert dist == pytest.approx(0, abs=1e-12) and excess == pytest.approx(0, abs=1e-12)
+    # U = 0 predicts 0: the loss is E <w, x>^2 / 2 = tr(Lambda) / 2, w ~ N(0, I)
+    dist, excess = ex.trained_summary(ex.TrainedLSA(2, torch.zeros(3, 3, dtype=F64), []), LAM, Q, 6)
+    assert dist == 1.0
+    assert excess == pytest.approx(sum(LAM) / 2 - float(theory.optimal_loss(LAM, 6, 2)), rel=1e-12)
+    # the distance is relative to ||U*||
+    dist, _ = ex.trained_summary(ex.TrainedLSA(2, 3 * Ustar, []), LAM, Q, 6)
+    assert dist == pytest.approx(2.0, rel=1e-12)
+
+
+def test_gd_population_is_adam_on_the_exact_loss(Q):
+    Lam = data.covariance(LAM, Q)
+    got = ex.gd_population(2, Lam, 6, 4, 0.1, torch.Generator().manual_seed(8), init_scale=0.5)
+    g = torch.Generator().manual_seed(8)
+    WK = (0.5 * torch.randn(2, 3, generator=g, dtype=F64)).requires_grad_()
+    WQ = (0.5 * torch.randn(2, 3, generator=g, dtype=F64)).requires_grad_()
+    u = torch.tensor(1.0, dtype=F64, requires_grad=True)
+    opt = torch.optim.Adam([WK, WQ, u], lr=0.1)
+    for t in range(4):
+        for group in opt.param_groups:
+            group["lr"] = 0.1 * (1 + math.cos(math.pi * t / 4)) / 2
+        loss = theory.population_loss(WK.T @ WQ, u, Lam, 6)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert torch.allclose(got, (u * WK.T @ WQ).detach(), atol=1e-12)
+    assert not got.requires_grad
+    # the default start scale is 0.3
+    got = ex.gd_population(1, Lam, 6, 0, 0.1, torch.Generator().manual_seed(8))
+    g = torch.Generator().manual_seed(8)
+    WK = 0.3 * torch.randn(1, 3, generator=g, dtype=F64)
+    WQ = 0.3 * torch.randn(1, 3, generator=g, dtype=F64)
+    assert torch.allclose(got, WK.T @ WQ, atol=1e-15)
+
+
+def _plain_search(effect, se, n, margin, most):
+    return next(
+        (
+            m
+            for m in range(n + 1, most + 1)
+            if stats.t_critical(m - 1) * se * math.sqrt(n / m) < abs(effect - margin)
+        ),
+        None,
+    )
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    effect=st.integers(-200, 200),
+    se=st.integers(1, 200),
+    n=st.integers(2, 8),
+    margin=st.integers(-100, 100),
+    most=st.integers(3, 30),
+)
+def test_seeds_to_decide_is_the_plain_search(effect, se, n, margin, most):
+    effect, se, margin = effect / 100, se / 100, margin / 100  # gaps of 0 or at least 0.01
+    assert ex.seeds_to_decide(effect, se, n, margin, most=most) == _plain_search(
+        effect, se, n, margin, most
+    )
+
+
+def test_seeds_to_decide_at_the_edges():
+    # an effect decided exactly at n' = most: found at most, not found below
+    n, se, gap = 3, 0.3, 0.25
+    m = _plain_search(gap, se, n, 0.0, 1000)
+    assert m is not None and m > n + 1
+    assert ex.seeds_to_decide(gap, se, n, most=m) == m
+    assert ex.seeds_to_decide(gap, se, n, most=m - 1) is None
+    assert ex.seeds_to_decide(gap, se, n) == m  # default margin 0, most 1000
+    assert ex.seeds_to_decide(0.3, 0.1, 3, margin=0.3) is None  # no gap
+    # the normal bound: n (z se / gap)^2 >= most is refused before any search
+    z = statistics.NormalDist().inv_cdf(0.975)
+    se = math.sqrt(10 / 3) / z  # bound = 3 * (z se)^2 = 10 exactly at gap 1
+    assert ex.seeds_to_decide(1.0, se, 3, most=10) is None
+
+
+def test_seeds_to_decide_default_most_is_1000():
+    # an effect first decided at n' = 1001: gap between the thresholds at 1001 and 1000
+    n, se = 2, 0.1
+
+    def f(m):
+        return stats.t_critical(m - 1) * se * math.sqrt(n / m)
+
+    gap = f(1001) * 1.0001
+    assert f(1000) > gap  # not decided at 1000
+    assert ex.seeds_to_decide(gap, se, n) is None
+    assert ex.seeds_to_decide(gap, se, n, most=1001) == 1001
+
+
+def test_seeds_to_decide_needs_a_strictly_smaller_threshold():
+    # an effect exactly at the threshold of n' = 10 (the same float product) is decided at 11
+    n, se = 3, 0.1
+    gap = stats.t_critical(9) * se * math.sqrt(n / 10)
+    assert stats.t_critical(10) * se * math.sqrt(n / 11) < gap
+    assert ex.seeds_to_decide(gap, se, n) == 11
+
+
+def test_combine_decisions_reads_the_values():
+    assert ex.combine_decisions({"a": True}) is True
+    assert ex.combine_decisions({"a": False, "b": True}) is False
+    with pytest.raises(ValueError, match="^no decisions to combine$"):
+        ex.combine_decisions({})
+
+
+def test_descent_distances_seeds_and_distances(Q, monkeypatch):
+    calls = []
+
+    def fake(r, Lam, N, steps, lr, generator):
+        calls.append((r, N, steps, lr, generator))
+        assert torch.allclose(Lam, data.covariance(LAM, Q))
+        return 3 * theory.optimal_U(Q, LAM, N, r)  # distance 2
+
+    monkeypatch.setattr(ex, "gd_population", fake)
+    out = ex.descent_distances(Q, LAM, 6, 2, 11, lambda s: s)
+    assert out == pytest.approx([2.0] * 6, rel=1e-12)
+    assert [c[4] for c in calls] == [100, 101, 200, 201, 300, 301]
+    assert [c[0] for c in calls] == [1, 1, 2, 2, 3, 3]
+    assert calls[0][1:4] == (6, 11, 5e-2)
+    ex.descent_distances(Q, LAM, 6, 1, 11, lambda s: s, lr=0.2)
+    assert calls[-1][3] == 0.2
+
+
+def test_train_ranks_hands_out_seeds_and_summaries(Q, monkeypatch):
+    calls = []
+
+    def fake(r, eigenvalues, Qf, N, steps, batch, lr, generator, device="cpu"):
+        calls.append((r, Qf.dtype, N, steps, batch, lr, generator, device))
+        return ex.TrainedLSA(r, theory.optimal_U(Q, LAM, N, r), [0.0])
+
+    monkeypatch.setattr(ex, "train_rank_r", fake)
+    out = ex.train_ranks([1, 3], 2, LAM, Q, 6, 7, 8, 0.1, lambda s: s, device="meta")
+    assert list(out) == [1, 3] and [len(v) for v in out.values()] == [2, 2]
+    assert [c[6] for c in calls] == [1010, 1011, 1030, 1031]
+    assert calls[0] == (1, torch.float32, 6, 7, 8, 0.1, 1010, "meta")
+    run, dist, excess = out[3][1]
+    assert (
+        run.r == 3 and dist == pytest.approx(0, abs=1e-12) and excess == pytest.approx(0, abs=1e-12)
+    )
+
+
+def test_trained_table_rows_by_hand(Q):
+    U1 = Q @ torch.diag(torch.tensor([0.5, 0.25, 0.0], dtype=F64)) @ Q.T
+    U2 = Q @ torch.diag(torch.tensor([0.125, 0.5, 1.0], dtype=F64)) @ Q.T
+    trained = {
+        1: [(ex.TrainedLSA(1, U1, []), 0.1, 0.02), (ex.TrainedLSA(1, U2, []), 0.3, 0.04)],
+        2: [(ex.TrainedLSA(2, U2, []), 0.2, 0.0), (ex.TrainedLSA(2, U1, []), 0.2, 0.0)],
+    }
+    table, margins = ex.trained_table(trained, LAM, Q, 6)
+    lines = table.split("\n")
+    assert len(lines) == 4 and lines[1] == "|---|---|---|---|---|"
+    assert lines[0] == (  # the header, as the chapter prints it
+        "| r | relative distance (mean ± se) | excess loss (mean) | learned diag(Q^T uU Q) | v* |"
+    )
+    # mean and standard error in float64, by the statistics module
+    mean = statistics.fmean([0.1, 0.3])
+    se = statistics.stdev([0.1, 0.3]) / math.sqrt(2)
+    assert margins[1][0] == pytest.approx(mean, rel=1e-15)
+    assert margins[1][1] == pytest.approx(se, rel=1e-14)
+    assert margins[2] == pytest.approx((0.2, 0.0), rel=1e-15, abs=1e-300)
+    v1 = theory.optimal_v(LAM, 6, 1)
+    # the first seed's learned diagonal: U1's for r = 1, U2's for r = 2
+    assert lines[2] == (
+        f"| 1 | 0.2000 ± 0.1000 | 3.00e-02 | 0.500, 0.250, 0.000 | "
+        f"{', '.join(f'{x:.3f}' for x in v1)} |"
+    )
+    assert lines[3].startswith("| 2 | 0.2000 ± 0.0000 | 0.00e+00 | 0.125, 0.500, 1.000 |")
+
+
+def _recording_mc(record, values):
+    def fake(Us, eigenvalues, Q, w, M, trials, generator, sigma=0.0, flip=0.0, device="cpu"):
+        record.append(
+            dict(M=M, w=w, trials=trials, g=generator, sigma=sigma, flip=flip, dev=device)
+        )
+        return ex.PairedLosses(values(len(Us), M, sigma, flip))
+
+    return fake
+
+
+def _losses(n_models, M, sigma, flip):
+    # model r's losses: (r + M + sigma + flip) + (r + 1) (-1, 0, 1): mean r + M + sigma + flip,
+    # se (r + 1) / sqrt(3); model r' minus model r: mean and se both grow with r' - r
+    r = torch.arange(n_models, dtype=F64)[:, None]
+    return r + M + sigma + flip + (r + 1) * torch.tensor([-1.0, 0.0, 1.0], dtype=F64)
+
+
+def test_evaluation_grid_cells_and_z(Q, monkeypatch):
+    rec = []
+    monkeypatch.setattr(ex, "mc_evaluation_losses", _recording_mc(rec, _losses))
+    w = torch.ones(3, dtype=F64)
+    grid, z = ex.evaluation_grid(
+        [None, None], LAM, Q, w, [4, 8], [0.0, 0.5], 3, lambda s: s, lambda r, M, s: r + M, "meta"
+    )
+    assert list(grid) == [(4, 0.0), (4, 0.5), (8, 0.0), (8, 0.5)]
+    assert [r["g"] for r in rec] == [200, 201, 210, 211]
+    assert [r["sigma"] for r in rec] == [0.0, 0.5, 0.0, 0.5] and rec[0]["dev"] == "meta"
+    assert rec[0]["w"] is w and rec[0]["trials"] == 3
+    want = [s * math.sqrt(3) / (r + 1) for M in (4, 8) for s in (0.0, 0.5) for r in range(2)]
+    assert z == pytest.approx(want)
+
+
+def test_theorem_5_4_3_exact_checks_every_case(monkeypatch):
+    seen = []
+
+    def t542(eigenvalues, N, M, s2, s, xi, r):
+        seen.append(("2", M, s2, r))
+        return F(r) * M + s2
+
+    def t543(eigenvalues, N, M, s2, s, r, r2):
+        seen.append(("3", M, s2, r, r2))
+        return (F(r2) - F(r)) * M
+
+    monkeypatch.setattr(theory, "theorem_5_4_2", t542)
+    monkeypatch.setattr(theory, "theorem_5_4_3", t543)
+    assert ex.theorem_5_4_3_exact([3, 2, 1], 6, [4, 16], [1, 0, 0]) is True
+    assert {x[1:] for x in seen if x[0] == "3"} == {
+        (M, s2, 1, r2) for M in (4, 16) for s2 in (0, 1, 4) for r2 in (1, 2, 3)
+    }
+    assert {x[3] for x in seen if x[0] == "2"} == {1, 2, 3}
+
+    def t543_off(eigenvalues, N, M, s2, s, r, r2):
+        return (F(r2) - F(r)) * M + (1 if (r2, s2) == (3, 4) else 0)
+
+    monkeypatch.setattr(theory, "theorem_5_4_3", t543_off)
+    assert ex.theorem_5_4_3_exact([3, 2, 1], 6, [4], [1, 0, 0]) is False
+    assert ex.theorem_5_4_3_exact([3, 2, 1], 6, [4], [1, 0, 0], noise_variances=(0, 1)) is True
+
+
+def test_theorem_5_4_3_z_pairs_each_rank_with_rank_one(Q, monkeypatch):
+    rec = []
+    monkeypatch.setattr(ex, "mc_evaluation_losses", _recording_mc(rec, _losses))
+    gaps = []
+
+    def t543(eigenvalues, N, M, s2, s, r, r2):
+        gaps.append((M, s2, tuple(s), r, r2))
+        return 0.5
+
+    monkeypatch.setattr(theory, "theorem_5_4_3", t543)
+    z = ex.theorem_5_4_3_z([None] * 4, LAM, Q, 6, [1, 0, 0], 4, [0.0, 2.0], 3, lambda s: s, "meta")
+    assert [r["g"] for r in rec] == [300, 301] and [r["sigma"] for r in rec] == [0.0, 2.0]
+    assert torch.allclose(rec[0]["w"], Q[:, 0]) and rec[0]["dev"] == "meta" and rec[0]["M"] == 4
+    assert gaps == [(4, s2, (1.0, 0.0, 0.0), 1, r2) for s2 in (0.0, 4.0) for r2 in (2, 3)]
+    # L_r' - L_1: mean r' - 1, se (r' - 1) / sqrt(3), against the gap 0.5
+    want = [(r2 - 1 - 0.5) * math.sqrt(3) / (r2 - 1) for s2 in (0, 4) for r2 in (2, 3)]
+    assert z == pytest.approx(want)
+
+
+def test_flips_z_uses_the_closed_form_for_each_rank(Q, monkeypatch):
+    rec = []
+    monkeypatch.setattr(ex, "mc_evaluation_losses", _recording_mc(rec, _losses))
+    closed = []
+
+    def fake_loss(eigenvalues, v, w, M, sigma2, f):
+        closed.append((tuple(v), tuple(w), M, sigma2, f))
+        return 0.0
+
+    monkeypatch.setattr(theory, "evaluation_loss", fake_loss)
+    mcs, z = ex.flips_z([None] * 3, LAM, Q, 6, [1.0, 0.5, 0.0], 4, [0.0, 0.25], 3, lambda s: s, "m")
+    assert list(mcs) == [0.0, 0.25] and [r["g"] for r in rec] == [400, 401]
+    assert [r["flip"] for r in rec] == [0.0, 0.25] and rec[1]["dev"] == "m"
+    assert torch.allclose(rec[0]["w"], Q @ torch.tensor([1.0, 0.5, 0.0], dtype=F64))
+    vs = [tuple(theory.optimal_v(LAM, 6, r)) for r in range(3)]
+    assert closed == [(vs[r], (1.0, 0.5, 0.0), 4, 0, f) for f in (0.0, 0.25) for r in range(3)]
+    want = [(r + 4 + f) * math.sqrt(3) / (r + 1) for f in (0.0, 0.25) for r in range(3)]
+    assert z == pytest.approx(want)
