@@ -278,6 +278,8 @@ def test_seeds_to_decide():
     assert stats.decide(0.02, 0.01 * (3 / (m - 1)) ** 0.5, m - 1) is None
     assert ex.seeds_to_decide(0.0, 0.01, 3) is None
     assert ex.seeds_to_decide(0.02, 1.0, 3) is None  # would need about 7500 seeds: over 'most'
+    # a gap so small that its square's reciprocal overflows a float: no seed count decides it
+    assert ex.seeds_to_decide(5.8e-190, 0.01, 3) is None
 
 
 @pytest.mark.parametrize(

@@ -172,7 +172,8 @@ def seeds_to_decide(effect: float, se: float, n: int, margin: float = 0.0, most:
     # t_critical(df) exceeds the normal quantile z for every df, so no n' <= n (z se / gap)^2
     # decides: the search starts there rather than computing a t quantile for each n' below it.
     z = statistics.NormalDist().inv_cdf(0.975)
-    bound = n * (z * se / gap) ** 2
+    ratio = z * se / gap
+    bound = n * ratio * ratio  # a product, not ** 2: a tiny gap gives inf, not an OverflowError
     if bound >= most:
         return None
     for m in range(max(n + 1, math.floor(bound)), most + 1):
