@@ -283,6 +283,7 @@ class Ledger:
             "threads": _torch_threads(),
             "python": sys.executable,
             **_dry_run_record(),
+            **_loops_record(),
             "claims": self.claims,
         }
 
@@ -356,6 +357,17 @@ def _dry_run_record() -> dict:
         record["ends_after_loops"] = limit
         record["ended"] = train.dry_run_ended()
     return {"dry_run": record}
+
+
+def _loops_record() -> dict:
+    """``{"loops": [...]}`` in a real run that tracked loops (``companions.train.tracked_loops``:
+    each with the time of its first step and of all its steps), else ``{}``; a dry run keeps its
+    loops in ``dry_run``."""
+    train = sys.modules.get("companions.train")  # not imported: no loop was tracked
+    if train is None or _dry_run_record():
+        return {}
+    loops = train.tracked_loops()
+    return {"loops": loops} if loops else {}
 
 
 def is_dry_run(led: dict) -> bool:

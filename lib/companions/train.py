@@ -15,6 +15,11 @@ outermost tracked loop has run its steps: every open ledger is written as it sta
 is raised, which ``python -m companions run`` counts as a run that ended where it was told to. The
 cells before that point run at the chapter's size, so a ``paper`` preset's data, model and first
 training steps are checked in seconds even where its later cells take minutes on a CPU.
+
+A real run records its tracked loops too (:func:`tracked_loops`, written to the ledger as
+``loops``): the loops a dry run would have run, with the time of their first step as well as of
+all of them, so that :func:`first_step_estimate` can say what a dry run's extrapolation
+(:func:`extrapolated_seconds`) would have predicted for a run whose time is known.
 """
 
 from __future__ import annotations
@@ -74,23 +79,38 @@ def dry_run_ended() -> bool:
 def dry_run_loops() -> list[dict]:
     """The loops :func:`progress` cut in this process's dry run, in the order they started:
     ``desc``, ``planned`` and ``run`` iterations, the wall and CPU ``seconds`` / ``cpu_seconds``
-    spent in the iterations run (their bodies included), and ``parent``: the index in this list of
-    the tracked loop it ran inside, or None."""
+    spent in the iterations run (their bodies included), the same of the first iteration alone
+    (``first_seconds`` / ``first_cpu_seconds``, absent when none ran), and ``parent``: the index
+    in this list of the tracked loop it ran inside, or None."""
     return [dict(loop) for loop in _LOOPS]
 
 
+def tracked_loops() -> list[dict]:
+    """The tracked loops of this process, as :func:`dry_run_loops` gives them. In a real run,
+    those a dry run would also have run: every outermost loop, and each loop started during the
+    *first* iteration of a loop listed (later iterations' inner loops are timed only as part of
+    their parent). Their ``run``, ``seconds`` and ``cpu_seconds`` are then those of the whole loop.
+    """
+    return dry_run_loops()
+
+
 _ACTIVE: list[int] = []  # indices in _LOOPS of the tracked loops running now, innermost last
+_UNLISTED = -1  # in _ACTIVE: a real run's loop that tracked_loops leaves out
 
 
 def _timed(iterable: Iterable, record: dict, index: int):
     """Yield from ``iterable``, adding to ``record`` the iterations and the seconds they took
-    (each iteration's loop body included: it runs while this generator is suspended)."""
+    (each iteration's loop body included: it runs while this generator is suspended), and the
+    seconds of the first iteration alone."""
     start, cpu = time.perf_counter(), time.process_time()
     _ACTIVE.append(index)
     try:
         for item in iterable:
             yield item
             record["run"] += 1
+            if record["run"] == 1:
+                record["first_seconds"] = round(time.perf_counter() - start, 4)
+                record["first_cpu_seconds"] = round(time.process_time() - cpu, 4)
     finally:
         if index in _ACTIVE:
             _ACTIVE.remove(index)
@@ -132,6 +152,28 @@ def extrapolated_seconds(total: float, loops: list[dict], key: str = "seconds") 
     return total - sum(loops[i][key] for i in top) + sum(full(i) for i in top)
 
 
+def first_step_estimate(total: float, loops: list[dict], key: str = "seconds") -> float:
+    """What a one-step dry run's extrapolation (:func:`extrapolated_seconds`) would predict for a
+    real run that took ``total`` (wall or CPU seconds, as ``key`` says) and tracked ``loops``
+    (:func:`tracked_loops`): each outermost loop's measured time is replaced by its planned
+    iterations times the time of its first iteration, where that first iteration's inner loops
+    count at their own first-step estimate. Set beside ``total``, it shows how far the
+    extrapolation of the paper dry runs can be trusted at the scales that do run to the end.
+    A loop of unknown length, or that ran no iteration, counts as measured."""
+    first_key = f"first_{key}"
+
+    def estimate(i: int) -> float:
+        loop = loops[i]
+        if not loop["run"] or loop["planned"] is None or first_key not in loop:
+            return loop[key]
+        children = [j for j, c in enumerate(loops) if c.get("parent") == i]
+        own = loop[first_key] - sum(loops[j][key] for j in children)
+        return loop["planned"] * (own + sum(estimate(j) for j in children))
+
+    top = [i for i, loop in enumerate(loops) if loop.get("parent") is None]
+    return total - sum(loops[i][key] for i in top) + sum(estimate(i) for i in top)
+
+
 def progress(iterable: Iterable, desc: str = "", disable: bool = False, **options) -> tqdm:
     """A text progress bar over ``iterable`` (tqdm's, with ``desc``, ``disable`` and any other
     tqdm ``options``), the one every long loop of the library uses.
@@ -140,7 +182,7 @@ def progress(iterable: Iterable, desc: str = "", disable: bool = False, **option
     recorded in :func:`dry_run_loops`; otherwise this is exactly ``tqdm(iterable, ...)``."""
     steps = dry_run_steps()
     if steps is None:
-        return tqdm(iterable, desc=desc, disable=disable, **options)
+        return _tracked_bar(iterable, desc, disable, options)
     try:
         planned = len(iterable)  # type: ignore[arg-type]
     except TypeError:
@@ -163,13 +205,53 @@ def progress(iterable: Iterable, desc: str = "", disable: bool = False, **option
     _LOOPS.append(record)
     options.setdefault("total", total)
     timed = _timed(kept, record, len(_LOOPS) - 1)
-    bar = _DryRunBar(timed, desc=f"{desc} (dry run)", disable=disable, **options)
+    bar = _TimedBar(timed, desc=f"{desc} (dry run)", disable=disable, **options)
     bar.timed = timed
     return bar
 
 
-class _DryRunBar(tqdm):
-    """A dry run's bar: closing it ends its timing too, even after a ``break``."""
+def _tracked_bar(iterable: Iterable, desc: str, disable: bool, options: dict) -> tqdm:
+    """A real run's bar over ``iterable``: tqdm's, timed into :func:`tracked_loops` where a dry
+    run would have run the loop, else only marked as running (so its inner loops are left out)."""
+    try:
+        planned = len(iterable)  # type: ignore[arg-type]
+    except TypeError:
+        planned = None
+    parent = _ACTIVE[-1] if _ACTIVE else None
+    listed = parent is None or (parent != _UNLISTED and _LOOPS[parent]["run"] == 0)
+    options.setdefault("total", planned)
+    if listed:
+        record = {
+            "desc": desc,
+            "planned": planned,
+            "run": 0,
+            "seconds": 0.0,
+            "cpu_seconds": 0.0,
+            "parent": parent,
+        }
+        _LOOPS.append(record)
+        timed = _timed(iterable, record, len(_LOOPS) - 1)
+    else:
+        timed = _marked(iterable)
+    bar = _TimedBar(timed, desc=desc, disable=disable, **options)
+    bar.timed = timed
+    return bar
+
+
+def _marked(iterable: Iterable):
+    """Yield from ``iterable`` with :data:`_UNLISTED` on top of ``_ACTIVE`` meanwhile."""
+    _ACTIVE.append(_UNLISTED)
+    try:
+        yield from iterable
+    finally:
+        if _UNLISTED in _ACTIVE:
+            _ACTIVE.reverse()
+            _ACTIVE.remove(_UNLISTED)  # the innermost one: this loop's
+            _ACTIVE.reverse()
+
+
+class _TimedBar(tqdm):
+    """A timed loop's bar: closing it ends its timing too, even after a ``break``."""
 
     timed = None
 

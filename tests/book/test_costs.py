@@ -165,3 +165,53 @@ def test_paper_dry_runs_are_read_apart_and_extrapolated(tmp_path):
     assert "| every cell |" in costs.paper_dry_run_table(found, ["a"])
     # the smoke and default tables read ledger.load, which leaves the dry run out
     assert list(costs.by_chapter(costs.ledger_mod.load(tmp_path))) == ["b"]
+
+
+def _with_loops(led, loops):
+    return {**led, "loops": loops}
+
+
+def test_the_first_step_check_sets_each_runs_estimate_beside_its_measured_time():
+    # 100 CPU s in all, 80 in a loop of 10 steps whose first took 12 s: 20 + 10 x 12 = 140
+    loop = dict(planned=10, run=10, cpu_seconds=80.0, first_cpu_seconds=12.0, parent=None)
+    smoke = {"a": _with_loops(ledger("a", "smoke", 90.0, [], cpu=100.0), [loop])}
+    # at default: 200 CPU s, a loop of 4 steps, 40 s in all, first 10 s: exact, 20 % in loops
+    slow = dict(planned=4, run=4, cpu_seconds=40.0, first_cpu_seconds=10.0, parent=None)
+    default = {
+        "a": _with_loops(ledger("a", "default", 150.0, [], cpu=200.0), [slow]),
+        "b": ledger("b", "default", 5.0, [], cpu=5.0),  # no loops recorded: left out
+    }
+    checks = costs.first_step_checks(smoke, default, ["a", "b"])
+    assert [(c["chapter"], c["scale"]) for c in checks] == [("a", "smoke"), ("a", "default")]
+    assert [c["estimate"] for c in checks] == pytest.approx([140.0, 200.0])
+    assert [c["loop_share"] for c in checks] == pytest.approx([0.8, 0.2])
+    rows = costs.first_step_table(checks).splitlines()
+    assert rows[2] == "| a | smoke | 100 | 80 % | 140 | 1.40 |"
+    assert rows[3] == "| a | default | 200 | 20 % | 200 | 1.00 |"
+    # the default run spends too little of its time in loops to say anything: left out
+    summary = costs.first_step_summary(checks)
+    assert summary.startswith("At smoke scale, over the 1 run(s) whose tracked loops took at least")
+    assert "from 1.40 to 1.40 (median 1.40)" in summary and "default" not in summary
+    assert costs.first_step_summary([]).startswith("No run of this build")
+    fig = costs.first_step_figure(checks)
+    assert fig.axes[0].get_xscale() == "log"
+
+
+def test_the_loop_share_threshold_is_inclusive_and_the_median_is_over_the_runs_kept():
+    def check(share, ratio):
+        return {
+            "chapter": "c",
+            "scale": "smoke",
+            "measured": 10.0,
+            "loop_share": share,
+            "estimate": 10.0 * ratio,
+        }
+
+    checks = [
+        check(costs.LOOP_SHARE_MIN, 1.2),
+        check(0.9, 2.0),
+        check(0.99, 1.1),
+        check(costs.LOOP_SHARE_MIN - 0.01, 9.0),
+    ]
+    assert "over the 3 run(s)" in costs.first_step_summary(checks)
+    assert "from 1.10 to 2.00 (median 1.20)" in costs.first_step_summary(checks)

@@ -91,6 +91,112 @@ def paper_dry_run_table(dry: dict[str, dict], order: list[str]) -> str:
     return "\n".join(rows)
 
 
+#: A run whose tracked loops took less than this share of its CPU time says little about the
+#: first-step extrapolation (which only changes the loops' part): :func:`first_step_summary`
+#: leaves it out. Fixed before any run was compared.
+LOOP_SHARE_MIN = 0.5
+
+
+def first_step_checks(
+    smoke: dict[str, dict], default: dict[str, dict], order: list[str]
+) -> list[dict]:
+    """For every real run that recorded its tracked loops (``loops``, see
+    :func:`companions.train.tracked_loops`): chapter, scale, its measured CPU seconds, the share of
+    them spent in tracked loops, and what a one-step dry run would have extrapolated for it
+    (:func:`companions.train.first_step_estimate`), the way the paper column above is made."""
+    from companions.train import first_step_estimate
+
+    checks = []
+    for chapter in order:
+        for led in (smoke.get(chapter), default.get(chapter)):
+            loops = (led or {}).get("loops")
+            cpu = _seconds(led, "cpu_seconds")
+            if not loops or cpu is None or not cpu > 0:
+                continue
+            in_loops = sum(lp["cpu_seconds"] for lp in loops if lp.get("parent") is None)
+            checks.append(
+                {
+                    "chapter": chapter,
+                    "scale": led.get("scale"),
+                    "measured": cpu,
+                    "loop_share": in_loops / cpu,
+                    "estimate": first_step_estimate(cpu, loops, "cpu_seconds"),
+                }
+            )
+    return checks
+
+
+def first_step_table(checks: list[dict]) -> str:
+    """:func:`first_step_checks` as a table, the ratio estimate / measured last."""
+    rows = [
+        "| chapter | scale | CPU s, measured | in tracked loops | CPU s, first-step estimate "
+        "| estimate / measured |",
+        "|---|---|--:|--:|--:|--:|",
+    ]
+    for c in checks:
+        rows.append(
+            f"| {c['chapter']} | {c['scale']} | {_cell(c['measured'])} "
+            f"| {100 * c['loop_share']:.0f} % | {_cell(c['estimate'])} "
+            f"| {c['estimate'] / c['measured']:.2f} |"
+        )
+    return "\n".join(rows)
+
+
+def first_step_summary(checks: list[dict]) -> str:
+    """One sentence per scale: the range and median of estimate / measured over the runs whose
+    tracked loops took at least :data:`LOOP_SHARE_MIN` of their CPU time."""
+    import statistics
+
+    parts = []
+    for scale in dict.fromkeys(c["scale"] for c in checks):
+        ratios = sorted(
+            c["estimate"] / c["measured"]
+            for c in checks
+            if c["scale"] == scale and c["loop_share"] >= LOOP_SHARE_MIN
+        )
+        if ratios:
+            parts.append(
+                f"at {scale} scale, over the {len(ratios)} run(s) whose tracked loops took at "
+                f"least {100 * LOOP_SHARE_MIN:.0f} % of their CPU time, estimate / measured goes "
+                f"from {ratios[0]:.2f} to {ratios[-1]:.2f} (median {statistics.median(ratios):.2f})"
+            )
+    if not parts:
+        return "No run of this build recorded tracked loops that took most of its time."
+    text = "; ".join(parts)
+    return text[0].upper() + text[1:] + "."
+
+
+def first_step_figure(checks: list[dict]):
+    """The first-step estimate against the measured CPU time of each run, one marker per scale,
+    on log axes with the line estimate = measured."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 4.2))
+    for scale, marker in zip(dict.fromkeys(c["scale"] for c in checks), "os^"):
+        mine = [c for c in checks if c["scale"] == scale]
+        ax.scatter(
+            [c["measured"] for c in mine],
+            [c["estimate"] for c in mine],
+            marker=marker,
+            c=["tab:blue" if c["loop_share"] >= LOOP_SHARE_MIN else "tab:gray" for c in mine],
+            label=scale,
+        )
+    values = [v for c in checks for v in (c["measured"], c["estimate"])]
+    if values:
+        lo, hi = min(values) / 1.5, max(values) * 1.5
+        ax.plot([lo, hi], [lo, hi], "k--", lw=1)
+        ax.set_xlim(lo, hi)
+        ax.set_ylim(lo, hi)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("CPU seconds, measured")
+    ax.set_ylabel("CPU seconds, first-step estimate")
+    if checks:
+        ax.legend(title="scale")
+    fig.tight_layout()
+    return fig
+
+
 def by_chapter(ledgers: list[dict]) -> dict[str, dict]:
     return {led["chapter"]: led for led in ledgers}
 
