@@ -293,3 +293,14 @@ def test_coarse_scores_reads_fine_models_through_the_aggregation():
     F = torch.tensor([[[0.0, 5.0, 1.0, 1.0]]])
     assert ftrain.coarse_scores(F, "max").tolist() == [[[5.0, 1.0]]]
     assert ftrain.coarse_scores(F[..., :2]).tolist() == [[[0.0, 5.0]]]
+
+
+def test_decisions_keep_every_digit_of_the_seeds_values():
+    from companions.fine_labels import experiments as fx
+
+    # 0.1 + 1e-9 is not a float32: rounded to one, the three values would all be 0.1 exactly
+    values = [0.1 + 1e-9, 0.1 - 1e-9, 0.1 + 3e-9]
+    assert fx._finite(values) == values
+    ok, (m, se, n) = fx.decide_above(values, 0.1)
+    assert (m, n) == (pytest.approx(0.1 + 1e-9, rel=1e-12, abs=0), 3)
+    assert se == pytest.approx(1.1547005383792515e-09, rel=1e-6)  # sd 2e-9 / sqrt(3)

@@ -96,7 +96,10 @@ def finetune(cfg, rt, net, steps, tests, offset=0, progress=None):
 
 
 def _finite(values) -> list[float]:
-    return [float(x) for x in torch.as_tensor(values).flatten() if not math.isnan(float(x))]
+    """The values that are not NaN, as Python floats; in float64, so that a list of floats is not
+    rounded to float32 on its way through a tensor."""
+    flat = torch.as_tensor(values, dtype=torch.float64).flatten()
+    return [float(x) for x in flat if not math.isnan(float(x))]
 
 
 def decide_above(values, margin):
