@@ -170,3 +170,27 @@ def test_a_real_ledger_keeps_its_loops_and_a_dry_one_does_not_twice(clock, monke
     _nested(clock)
     dry = ledger_mod.Ledger(Cfg(), device="cpu", ledger_dir=tmp_path).as_dict()
     assert "loops" not in dry and len(dry["dry_run"]["loops"]) == 2
+
+
+def test_first_step_times_are_rounded_to_a_tenth_of_a_millisecond(clock):
+    for _ in train.progress(range(3), desc="fine", disable=True):
+        clock.spend(1.234567, cpu=0.0123456)
+    loop = train.tracked_loops()[0]
+    assert (loop["first_seconds"], loop["first_cpu_seconds"]) == (1.2346, 0.0123)
+
+
+def test_closing_a_bar_that_is_still_iterated_ends_its_timing(clock):
+    bar = train.progress(range(10), desc="kept open", disable=True)
+    steps = iter(bar)
+    next(steps)  # the loop is running, and `steps` keeps it alive
+    assert train._ACTIVE == [0]
+    bar.close()
+    assert train._ACTIVE == []
+    for i in train.progress(range(2), desc="outer", disable=True):
+        if i == 1:  # a loop of the outer loop's second step: left out of tracked_loops
+            inner = train.progress(range(10), desc="left out", disable=True)
+            steps = iter(inner)
+            next(steps)
+            assert train._ACTIVE == [1, train._UNLISTED]
+            inner.close()
+            assert train._ACTIVE == [1]
