@@ -147,6 +147,16 @@ TARGETS: dict[str, list[str]] = {
         "tests/contrastive/test_training_mutation.py",
         "tests/contrastive/test_data_mutation.py",
     ],
+    "runtime.py": [
+        "tests/core/test_core.py",
+        "tests/core/test_threads.py",
+        "tests/core/test_runtime_mutation.py",
+    ],
+    "contrastive/decisions.py": [
+        "tests/contrastive/test_decisions.py",
+        "tests/contrastive/test_decisions_mutation.py",
+    ],
+    "icl_scale/paper.py": ["tests/icl_scale/test_paper_mutation.py"],
 }
 
 #: What mutmut's exit codes mean (mutmut.stats.status_by_exit_code, flattened).
