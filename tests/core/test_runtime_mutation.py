@@ -1,0 +1,180 @@
+"""Mutation tests of companions.runtime (issue 23): each expected value is worked out by hand in a
+comment, or is a constant the source states (a default, a message, an environment setting)."""
+
+import math
+import os
+import re
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from companions import runtime as R
+
+
+@pytest.fixture
+def threads_kept():
+    """torch's thread count as it was, whatever a test sets."""
+    before = torch.get_num_threads()
+    yield
+    torch.set_num_threads(before)
+
+
+# -- threads_for_load ------------------------------------------------------------------------------
+def test_one_core_is_allowed():
+    # cores = 1 is valid (a 1-core machine): idle it gives 1 thread, whatever was requested
+    assert R.threads_for_load(1, 1, 0.0) == 1
+    assert R.threads_for_load(4, 1, 0.0) == 1  # floor(1 - 0 + 0.5) = 1
+    assert R.threads_for_load(4, 1, 3.0) == 1  # floor(-1.5) = -2, raised to the floor of 1
+
+
+def test_zero_load_is_allowed_and_rounds_to_the_nearest():
+    assert R.threads_for_load(8, 4, 0.0) == 4  # floor(4.5) = 4
+    assert R.threads_for_load(8, 4, 1.5) == 3  # 2.5 free: ties round up, floor(3.0) = 3
+    assert R.threads_for_load(8, 4, 1.51) == 2  # 2.49 free: floor(2.99) = 2
+
+
+@given(
+    requested=st.integers(1, 64),
+    cores=st.integers(1, 64),
+    load=st.floats(0, 100, allow_nan=False),
+)
+def test_threads_for_load_is_the_request_capped_by_the_free_cores(requested, cores, load):
+    # a second implementation: the free cores rounded half up by comparing with the integers
+    free = max(n for n in range(-101, 65) if n <= cores - load + 0.5)
+    assert R.threads_for_load(requested, cores, load) == max(1, min(requested, free))
+    assert R.threads_for_load(requested, cores, load, passive=True) == requested
+
+
+# -- available_cores -------------------------------------------------------------------------------
+def test_available_cores_is_this_process_affinity(monkeypatch):
+    calls = []
+
+    def affinity(pid):
+        calls.append(pid)
+        return {0, 2, 5}
+
+    monkeypatch.setattr(R.os, "sched_getaffinity", affinity)
+    assert R.available_cores() == 3
+    assert calls == [0]  # pid 0: this process
+
+
+def test_available_cores_without_an_affinity_call(monkeypatch):
+    # macOS / Windows: os.cpu_count(), or 1 where it is unknown (None)
+    monkeypatch.delattr(R.os, "sched_getaffinity")
+    monkeypatch.setattr(R.os, "cpu_count", lambda: 3)
+    assert R.available_cores() == 3
+    monkeypatch.setattr(R.os, "cpu_count", lambda: None)
+    assert R.available_cores() == 1
+
+
+# -- configure_threads -----------------------------------------------------------------------------
+def _busy_machine(monkeypatch, loads, cores=2):
+    monkeypatch.delenv(R.THREADS_ENV, raising=False)
+    monkeypatch.setattr(R.os, "getloadavg", lambda: loads)
+    monkeypatch.setattr(R, "available_cores", lambda: cores)
+    monkeypatch.setattr(R, "OPENMP_PASSIVE", False)
+    torch.set_num_threads(cores)
+
+
+def test_configure_threads_reads_the_one_minute_load(monkeypatch, threads_kept):
+    # 1-minute load 1.5 on 2 cores: floor(2 - 1.5 + 0.5) = 1; the 5-minute load (0) would give 2
+    _busy_machine(monkeypatch, (1.5, 0.0, 0.0))
+    assert R.configure_threads() == 1 == torch.get_num_threads()
+    _busy_machine(monkeypatch, (0.0, 1.5, 1.5))
+    assert R.configure_threads() == 2 == torch.get_num_threads()
+
+
+def test_configure_threads_without_a_load_average_takes_the_machine_as_idle(
+    monkeypatch, threads_kept
+):
+    def no_load():
+        raise OSError("no load average")
+
+    _busy_machine(monkeypatch, None)
+    monkeypatch.setattr(R.os, "getloadavg", no_load)
+    assert R.configure_threads() == 2  # load 0: floor(2.5) = 2 (load 1 would give floor(1.5) = 1)
+
+
+def test_configure_threads_env_unset_means_auto(monkeypatch, threads_kept):
+    _busy_machine(monkeypatch, (0.0, 0.0, 0.0))
+    assert R.configure_threads(None) == 2
+    monkeypatch.setenv(R.THREADS_ENV, " 1 ")  # a number with spaces is a number
+    assert R.configure_threads() == 1
+
+
+def test_configure_threads_message(monkeypatch):
+    monkeypatch.delenv(R.THREADS_ENV, raising=False)
+    msg = (
+        "parameter 'threads' (or $COMPANIONS_THREADS) = 'two' is not allowed: "
+        "expected 'auto' or a number >= 1"
+    )
+    with pytest.raises(ValueError, match="^" + re.escape(msg) + "$"):
+        R.configure_threads("two")
+
+
+# -- resolve_dtype, Runtime ------------------------------------------------------------------------
+def test_resolve_dtype_default_is_float64():
+    assert R.resolve_dtype() is torch.float64
+
+
+def test_runtime_generator_default_offset_is_zero():
+    rt = R.Runtime(torch.device("cpu"), torch.float64, 11)
+    want = torch.randn(5, generator=torch.Generator().manual_seed(11))  # seed + 0
+    assert torch.equal(torch.randn(5, generator=rt.generator()), want)
+    want = torch.randn(5, generator=torch.Generator().manual_seed(14))  # seed + 3
+    assert torch.equal(torch.randn(5, generator=rt.generator(3)), want)
+
+
+def test_runtime_tensor_is_on_its_device():
+    # the meta device stands in for a GPU: no data, but a device other than the CPU
+    rt = R.Runtime(torch.device("meta"), torch.float32, 0)
+    t = rt.tensor([1, 2, 3])
+    assert t.device.type == "meta" and t.dtype == torch.float32 and t.shape == (3,)
+
+
+def test_describe_names_device_dtype_seed_and_torch():
+    rt = R.Runtime(torch.device("cpu"), torch.float32, 7)
+    assert rt.describe() == f"device=cpu, dtype=float32, seed=7, torch {torch.__version__}"
+
+
+# -- setup -----------------------------------------------------------------------------------------
+def test_setup_defaults(monkeypatch, threads_kept):
+    # the signature: device 'auto' (the CPU without a GPU), seed 0, float64
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    rt = R.setup()
+    assert (rt.device.type, rt.seed, rt.dtype) == ("cpu", 0, torch.float64)
+
+
+def test_setup_is_deterministic_but_only_warns(monkeypatch, threads_kept):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    torch.use_deterministic_algorithms(False)
+    try:
+        R.setup("cpu")
+        assert torch.are_deterministic_algorithms_enabled()
+        assert torch.is_deterministic_algorithms_warn_only_enabled()
+    finally:
+        torch.use_deterministic_algorithms(True, warn_only=True)
+
+
+def test_setup_passes_its_thread_count(monkeypatch, threads_kept):
+    _busy_machine(monkeypatch, (0.0, 0.0, 0.0))  # 'auto' would give 2
+    R.setup("cpu", threads=1)
+    assert torch.get_num_threads() == 1
+
+
+def test_setup_sets_the_cublas_workspace_on_cuda_only(monkeypatch, threads_kept):
+    monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    R.setup("cpu")
+    assert "CUBLAS_WORKSPACE_CONFIG" not in os.environ
+    # a GPU (faked: nothing is put on it): the workspace cuBLAS needs to be deterministic
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    rt = R.setup("cuda")
+    assert rt.device.type == "cuda"
+    assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == ":4096:8"
+    monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":16:8")  # a setting of the user's is kept
+    R.setup("cuda")
+    assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == ":16:8"
+    assert math.isfinite(torch.rand(1).item())  # torch still works on the CPU afterwards
