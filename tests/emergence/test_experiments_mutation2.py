@@ -13,7 +13,7 @@ from fractions import Fraction
 import pytest
 import torch
 
-from companions.emergence import baselines, data, experiments
+from companions.emergence import analysis, baselines, data, experiments
 from companions.emergence import network as net
 
 from .test_experiments_mutation import Recorder, _same
@@ -154,3 +154,43 @@ def test_weighting_pair_labels_eval_every_and_a_positive_majority(monkeypatch):
     assert out["majority"] == pytest.approx(n_pos / 20)
     for call in rec.calls:
         assert _same(call["y"], y) and call["eval_every"] == 3  # max(30 // 10, 1)
+
+
+# -- after the full run: the NTK's lr, the probes' generators, constant features in float32 ------
+
+
+def test_run_methods_hands_lr_to_the_ntk_and_seeded_generators_to_the_probes(monkeypatch):
+    ntk_lr, probe_calls = [], []
+    real_ntk, real_probes = baselines.train_ntk, analysis.probes
+
+    def train_ntk(*args, **kw):
+        ntk_lr.append(kw["lr"])
+        return real_ntk(*args, **kw)
+
+    def probes(p, x, y, xt, yt, steps, batch, g, **kw):
+        probe_calls.append((steps, batch, g.initial_seed()))
+        return real_probes(p, x, y, xt, yt, steps, batch, g, **kw)
+
+    monkeypatch.setattr(baselines, "train_ntk", train_ntk)
+    monkeypatch.setattr(analysis, "probes", probes)
+    dist, x, y, evals = _setup()
+    methods = ("ntk", "one-step", "two-step")
+    experiments.run_methods(
+        dist, x, y, evals, M_, 1, BATCH, SEED, methods=methods, lr=0.3, probe_steps=2,
+        progress=False,
+    )  # fmt: skip
+    assert ntk_lr == [0.3]
+    # each method's generator is seeded generator_seed + 1 + METHODS.index(method)
+    assert probe_calls == [(2, BATCH, SEED + 1 + 4), (2, BATCH, SEED + 1 + 5)]
+
+
+def test_run_methods_counts_constant_features_in_float32():
+    dist, x, y, evals = _setup(F32)
+    out = experiments.run_methods(
+        dist, x, y, evals, M_, 1, BATCH, SEED, methods=("one-step",), progress=False
+    )
+    F = net.features(out["p1"], x)
+    spread = F.std(0)
+    # after step 1 every neuron of this draw is constant on the sample (zero spread): none kept
+    assert spread.dtype == F32 and int((spread == 0).sum()) == 2 * M_
+    assert out["one-step"]["kept"] == 0
