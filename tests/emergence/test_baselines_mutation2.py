@@ -2,7 +2,9 @@
 an ill-conditioned problem (20 nearly collinear features of scales 1e-2 to 1e2) 20 iterations
 (L-BFGS's own default) stop short of the optimum that Newton's method finds, where the probe's
 200 do not; and the optimizer is built as the source states it (lr 1, ``max_iter = iters`` with
-``iters = 200`` by default, the strong Wolfe line search), recorded around the real L-BFGS."""
+``iters = 200`` by default, the strong Wolfe line search), recorded around the real L-BFGS.
+Constant features (zero spread) are dropped in float32 too, where 1e-300 rounds to 0: see
+test_experiments_mutation2's float32 one-step probe."""
 
 from __future__ import annotations
 
@@ -53,7 +55,7 @@ def test_standardised_probe_builds_lbfgs_as_stated(monkeypatch):
     real, built = torch.optim.LBFGS, []
 
     def lbfgs(params, **kw):
-        built.append(kw)
+        built.append({"lr": 1, **kw})  # lr 1 is also L-BFGS's default: spelled out or not
         return real(params, **kw)
 
     monkeypatch.setattr(torch.optim, "LBFGS", lbfgs)
