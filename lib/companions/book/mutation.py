@@ -89,6 +89,7 @@ TARGETS: dict[str, list[str]] = {
         "tests/emergence/test_emergence.py",
         "tests/emergence/test_train_dtype.py",
         "tests/emergence/test_experiments_mutation.py",
+        "tests/emergence/test_experiments_mutation2.py",
     ],
     "looped/training.py": ["tests/looped"],
     "looped/construction.py": ["tests/looped"],
