@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -36,6 +37,8 @@ def test_mean_se_by_hand():
     m, se = experiments.mean_se([1.0, 2.0, 3.0, 4.0])
     assert m == pytest.approx(2.5) and se == pytest.approx(math.sqrt(5 / 3) / 2)
     assert experiments.mean_se([5.0, 5.0]) == (5.0, 0.0)
+    # exact numbers are converted to floats first: [1/2, 3/2] has mean 1, se sqrt(1/2) / sqrt(2)
+    assert experiments.mean_se([Fraction(1, 2), Fraction(3, 2)]) == (1.0, pytest.approx(0.5))
     for bad in ([], [1.0]):
         msg = f"parameter 'values' has {len(bad)} item\\(s\\): a standard error needs two or more"
         with pytest.raises(ValueError, match=f"^{msg}$"):
@@ -150,12 +153,33 @@ def test_sample_sums_domains_in_chunks_against_a_second_sampler():
     assert torch.equal(got[0], want[0]) and torch.allclose(got[1], want[1], rtol=0, atol=1e-12)
 
 
+def test_sample_sums_domains_sign_threshold_is_strict_and_in_float64():
+    # The sign of a U coordinate is + exactly when its uniform draw is below 1/2 + gamma_e. With
+    # gamma = x - 1/2 for the first row's sign draw x (exact in float64: 1/2 + gamma == x), the
+    # draw is not below the threshold, so the sign is -. A seed is taken where 1/2 + gamma
+    # rounded through float32 would land above x (so a float32 gamma would flip the sign).
+    for seed in range(200):
+        g = gen(seed)
+        torch.randint(1, (1,), generator=g)
+        torch.rand(1, 1, generator=g, dtype=torch.float64)  # z_r
+        torch.rand(1, 1, generator=g, dtype=torch.float64)  # u
+        x = float(torch.rand(1, 1, generator=g, dtype=torch.float64))
+        gamma = x - 0.5
+        thr32 = float(0.5 + torch.tensor([gamma], dtype=torch.float32))
+        if 0.5 + gamma == x and thr32 > x:
+            break
+    else:
+        raise AssertionError("no seed found")
+    s_r, s_u = experiments.sample_sums_domains(1, 1, 2, [gamma], gen(seed))
+    assert float(s_u) < 0 < float(s_r)
+
+
 # -- the sweeps ----------------------------------------------------------------------------------
 def test_population_sweep_is_its_recipe():
-    r, d, gamma, lams, samples, repeats = 3, 9, 0.3, [0.05, 0.5], 300, 2
+    r, d, gamma, lams, samples, repeats = 3, 9, 0.45, [0.01, 0.5], 300, 2
     ps = experiments.population_sweep(r, d, gamma, lams, samples, repeats, gen(6), progress=False)
     g = gen(6)
-    assert ps.lambdas == (0.05, 0.5) and ps.samples == samples
+    assert ps.lambdas == (0.01, 0.5) and ps.samples == samples
     for k in range(repeats):
         s_r, s_u = data.sample_sums(samples, r, d, gamma, g)
         o_r, o_u = data.sample_sums(samples, r, d, -gamma, g)
@@ -167,6 +191,7 @@ def test_population_sweep_is_its_recipe():
             assert (ps.l1_alpha[k, j], ps.l1_beta[k, j]) == (l1.alpha, l1.beta)
             assert (ps.l1_slack[k, j], ps.l1_slack_se[k, j]) == (l1.kkt_slack, l1.kkt_slack_se)
             assert ps.l1_ood_correct[k, j] == theory.ood_correct(l1.alpha, l1.beta, o_r, o_u)
+    assert (ps.l1_beta[:, 0] > 0).all()  # lam = 0.01: the KKT slack is < 0, both weights move
     for a in (ps.alpha, ps.beta, ps.ood_correct, ps.l1_alpha, ps.l1_beta, ps.l1_slack):
         assert a.shape == (repeats, len(lams))
 
@@ -174,7 +199,7 @@ def test_population_sweep_is_its_recipe():
 def test_domain_sweep_is_its_recipe():
     r, d, gbar, spread, counts, samples, repeats = 2, 8, 0.3, 0.1, [1, 3], 200, 2
     res = experiments.domain_sweep(
-        r, d, gbar, spread, counts, 0.2, 0.05, samples, repeats, gen(7), progress=False
+        r, d, gbar, spread, counts, 0.2, 0.01, samples, repeats, gen(7), progress=False
     )
     assert res.counts == (1, 3)
     assert res.gammas[1] == [0.3] and res.gammas[3] == pytest.approx([0.2, 0.3, 0.4])
@@ -186,8 +211,9 @@ def test_domain_sweep_is_its_recipe():
             opt = theory.solve_l2(s_r, s_u, 0.2, r, d)
             k2 = theory.ood_correct(opt.alpha, opt.beta, o_r, o_u)
             assert res.l2_ood_correct[k, j] == k2 and res.l2_ood[k, j] == k2 / samples
-            o1 = theory.solve_l1(s_r, s_u, 0.05, r, d, gbar)
+            o1 = theory.solve_l1(s_r, s_u, 0.01, r, d, gbar)
             assert res.l1_ood[k, j] == theory.ood_correct(o1.alpha, o1.beta, o_r, o_u) / samples
+            assert o1.beta > 0  # lam_l1 = 0.01: the KKT slack is < 0, so S_U is used
     assert res.l2_ood.shape == res.l1_ood.shape == res.l2_ood_correct.shape == (2, 2)
 
 

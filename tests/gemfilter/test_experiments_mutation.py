@@ -140,7 +140,7 @@ def _cfg(**kw):
         lr=1e-2,
         filter_layer=2,
         test_prompts=3,
-        depths=[0.0, 1.0],
+        depths=[1 / 12, 7 / 12],
         k=3,
         pool=3,
         select_threshold=0.5,
@@ -181,9 +181,28 @@ def _same(res, hist, ev, s, r):
         assert list(got) == list(ev[key]) and all(np.array_equal(got[j], ev[key][j]) for j in got)
 
 
-def test_needle_study_with_a_given_filter_layer_is_its_recipe():
+def test_needle_study_with_a_given_filter_layer_is_its_recipe(monkeypatch):
     cfg = _cfg()
+    seen = []
+    real_eval = gx.evaluate
+
+    def eval_spy(model, ids, answer, pos, *rest):
+        seen.append((ids.clone(), answer.clone(), pos.clone(), rest[:4]))
+        return real_eval(model, ids, answer, pos, *rest)
+
+    monkeypatch.setattr(gx, "evaluate", eval_spy)
     out = gx.needle_study(cfg, torch.device("cpu"), progress=False)
+    monkeypatch.undo()
+    # the test prompts: depths in float64, n_test = 10 (slots 7): the needle at
+    # 1 + round(depth * 6), i.e. 1 + round(0.5) = 1 and 1 + round(3.5) = 5 (half to even); the
+    # depths in float32 would round to 2 and 4
+    for (ids, answer, pos, rest), s in zip(seen, (5, 6)):
+        gt = torch.Generator().manual_seed(20_000 + s)
+        dep = torch.tensor([1 / 12, 7 / 12], dtype=torch.float64).repeat_interleave(3)
+        want = gm.needle_prompts(6, 10, 6, gt, depth=dep)
+        assert torch.equal(ids, want[0]) and torch.equal(answer, want[1])
+        assert pos.tolist() == [1, 1, 1, 5, 5, 5] and torch.equal(pos, want[2])
+        assert rest == (3, 2, 3, 2)  # k, the filter layer, pool, number of depths
     assert [res.seed for res in out] == [5, 6]
     for res in out:
         _, hist, ev = _study_recipe(cfg, res.seed, 2)
