@@ -411,3 +411,66 @@ def test_flips_z_uses_the_closed_form_for_each_rank(Q, monkeypatch):
     assert closed == [(vs[r], (1.0, 0.5, 0.0), 4, 0, f) for f in (0.0, 0.25) for r in range(3)]
     want = [(r + 4 + f) * math.sqrt(3) / (r + 1) for f in (0.0, 0.25) for r in range(3)]
     assert z == pytest.approx(want)
+
+
+# ---- second round: the default chunk, dtypes and devices of the Monte Carlo, the grid's values --
+
+
+class _Stop(Exception):
+    pass
+
+
+def _recording_prediction(seen):
+    def prediction(E, W_PV, W_KQ, rho):
+        seen.append((E.device.type, W_PV.device.type, W_KQ.device.type, W_PV.dtype, rho))
+        raise _Stop  # the meta device holds no data: stop once the placement is seen
+
+    return prediction
+
+
+def test_mc_losses_put_the_model_and_the_prompts_on_the_device(Q, monkeypatch):
+    # the meta device stands in for an accelerator: blocks made on the CPU, or prompts left
+    # there, show in the devices that reach the prediction
+    seen = []
+    monkeypatch.setattr(model, "prediction", _recording_prediction(seen))
+    U = torch.eye(3, dtype=torch.float32)
+    w = torch.ones(3, dtype=F64)
+    with pytest.raises(_Stop):
+        ex.mc_evaluation_losses([U], LAM, Q, w, 4, 5, torch.Generator(), device="meta")
+    with pytest.raises(_Stop):
+        ex.mc_population_loss(U, 0.5, LAM, Q, 4, 5, torch.Generator(), device="meta")
+    assert seen == [("meta", "meta", "meta", F64, 4)] * 2
+
+
+def test_mc_evaluation_losses_use_a_float32_U_in_float64(Q):
+    g = torch.Generator().manual_seed(5)
+    Us = [torch.randn(3, 3, generator=g, dtype=torch.float32) for _ in range(2)]
+    w = torch.tensor([1.0, -0.5, 2.0], dtype=F64)
+    pl = ex.mc_evaluation_losses(Us, LAM, Q, w, 4, 6, torch.Generator().manual_seed(6))
+    p = data.prompts(6, 4, LAM, Q, torch.Generator().manual_seed(6), w=w)
+    want = torch.stack([(_reduced(p, U.double(), 1.0, 4) - p.yq) ** 2 for U in Us])
+    assert pl.losses.dtype == F64 and torch.allclose(pl.losses, want, rtol=1e-12)
+
+
+def test_mc_evaluation_losses_default_chunk_is_50000(Q):
+    # the prompts are drawn chunk by chunk, so 50 001 trials show the default chunk
+    U = 0.1 * torch.eye(3, dtype=F64)
+    w = torch.tensor([1.0, 0.0, -1.0], dtype=F64)
+    pl = ex.mc_evaluation_losses([U], LAM, Q, w, 1, 50_001, torch.Generator().manual_seed(5))
+    g = torch.Generator().manual_seed(5)
+    cols = []
+    for b in (50_000, 1):
+        p = data.prompts(b, 1, LAM, Q, g, w=w)
+        cols.append((_reduced(p, U, 1.0, 1) - p.yq) ** 2)
+    assert torch.allclose(pl.losses[0], torch.cat(cols), rtol=1e-12)
+
+
+def test_evaluation_grid_keeps_each_cells_losses(Q, monkeypatch):
+    rec = []
+    monkeypatch.setattr(ex, "mc_evaluation_losses", _recording_mc(rec, _losses))
+    w = torch.ones(3, dtype=F64)
+    grid, _ = ex.evaluation_grid(
+        [None, None], LAM, Q, w, [4, 8], [0.0, 0.5], 3, lambda s: s, lambda r, M, s: 0.0, "cpu"
+    )
+    for (M, sigma), mc in grid.items():
+        assert torch.equal(mc.losses, _losses(2, M, sigma, 0.0))
