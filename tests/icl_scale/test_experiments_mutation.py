@@ -474,3 +474,12 @@ def test_evaluation_grid_keeps_each_cells_losses(Q, monkeypatch):
     )
     for (M, sigma), mc in grid.items():
         assert torch.equal(mc.losses, _losses(2, M, sigma, 0.0))
+
+
+def test_train_rank_r_puts_the_net_and_the_prompts_on_the_device(Q, monkeypatch):
+    # LowRankLSA.forward calls model.prediction: the first step shows where the net and E live
+    seen = []
+    monkeypatch.setattr(model, "prediction", _recording_prediction(seen))
+    with pytest.raises(_Stop):
+        ex.train_rank_r(2, LAM, Q.float(), 6, 3, 4, 0.05, torch.Generator(), "meta", False)
+    assert seen == [("meta", "meta", "meta", torch.float32, 6)]
