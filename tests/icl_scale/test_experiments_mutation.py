@@ -172,7 +172,8 @@ def test_gd_population_is_adam_on_the_exact_loss(Q):
         opt.zero_grad()
         loss.backward()
         opt.step()
-    assert torch.allclose(got, (u * WK.T @ WQ).detach(), atol=1e-12)
+    # rtol too: u kept in float32 would be off by about 1e-8 relative
+    assert torch.allclose(got, (u * WK.T @ WQ).detach(), rtol=1e-12, atol=1e-12)
     assert not got.requires_grad
     # the default start scale is 0.3
     got = ex.gd_population(1, Lam, 6, 0, 0.1, torch.Generator().manual_seed(8))
