@@ -146,3 +146,56 @@ def test_rademacher_bound_off_the_special_values():
     assert ex.rademacher_bound(W, b, 3.0, 0.5, 4) == pytest.approx(2.25, rel=1e-15)
     assert ex.rademacher_bound(W, 0 * b, 1.0, 1.0, 5) == pytest.approx(1.0, rel=1e-15)
     assert ex.rademacher_bound(3 * W, b, 1.0, 2.0, 1) == pytest.approx(math.sqrt(181), rel=1e-15)
+
+
+class _Stop(Exception):
+    pass
+
+
+def _recording_accuracy(monkeypatch, seen):
+    """nw.accuracy replaced by a recorder of its inputs' devices, which stops the run at the
+    first call: the meta device holds no data to bring back to the CPU."""
+
+    real_forward = nw.forward
+
+    def forward(net, X):  # a meta network gives meta scores even on CPU points: record X
+        seen.append(X.device.type)
+        return real_forward(net, X)
+
+    def accuracy(scores, y):
+        seen.append((scores.device.type, y.device.type))
+        raise _Stop
+
+    monkeypatch.setattr(nw, "forward", forward)
+    monkeypatch.setattr(nw, "accuracy", accuracy)
+
+
+def test_compare_methods_evaluates_on_the_device(monkeypatch):
+    # the meta device stands in for an accelerator: test points left on the CPU show
+    kws, seen = _recorders(monkeypatch), []
+    _recording_accuracy(monkeypatch, seen)
+    with pytest.raises(_Stop):
+        ex.compare_methods(_mixture(), 2, 3, 6, 9, 0.7, 0.4, 0.2, 1.5, 13, 0.01, 4,
+                           torch.Generator().manual_seed(4), F64, "meta")  # fmt: skip
+    assert len(kws) == 1 and seen == ["meta", ("meta", "meta")]
+
+
+def test_uniform_parity_run_works_on_the_device(monkeypatch):
+    nets = []
+    kws = _recorders(monkeypatch)
+    real_train = nw.train
+
+    def train(net, X, y, *args, **kw):
+        nets.append((net, X, y))
+        return real_train(net, X, y, *args, **kw)
+
+    monkeypatch.setattr(nw, "train", train)
+    seen = []
+    _recording_accuracy(monkeypatch, seen)
+    with pytest.raises(_Stop):
+        ex.uniform_parity_run(6, 2, 2, 3, 8, 10, 5, 0.02, 4, torch.Generator().manual_seed(8),
+                              eta1=2.0, dtype=F64, device="meta")  # fmt: skip
+    (net1, X, y), (rf0, _, _) = nets  # Algorithm 6's network, then random features from W^(0)
+    assert len(kws) == 2 and seen == ["meta", ("meta", "meta")]
+    assert {t.device.type for t in (net1.a, net1.W, net1.b, X, y)} == {"meta"}
+    assert {t.device.type for t in (rf0.a, rf0.W, rf0.b)} == {"meta"}
