@@ -484,3 +484,12 @@ def test_train_rank_r_puts_the_net_and_the_prompts_on_the_device(Q, monkeypatch)
     with pytest.raises(_Stop):
         ex.train_rank_r(2, LAM, Q.float(), 6, 3, 4, 0.05, torch.Generator(), "meta", False)
     assert seen == [("meta", "meta", "meta", torch.float32, 6)]
+
+
+def test_seeds_to_decide_when_the_ratio_overflows():
+    # z se / gap overflows to inf for the smallest subnormal gap: n (z se / gap)^2 is inf, over
+    # any 'most', so None (a ratio that cancels, inf / inf, would be NaN and no bound at all)
+    gap = 5e-324
+    assert 1.96 * 1.0 / gap == math.inf
+    assert ex.seeds_to_decide(gap, 1.0, 3) is None
+    assert ex.seeds_to_decide(-gap, 1.0, 3) is None
