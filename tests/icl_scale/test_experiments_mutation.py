@@ -172,7 +172,8 @@ def test_gd_population_is_adam_on_the_exact_loss(Q):
         opt.zero_grad()
         loss.backward()
         opt.step()
-    assert torch.allclose(got, (u * WK.T @ WQ).detach(), atol=1e-12)
+    # rtol too: u kept in float32 would be off by about 1e-8 relative
+    assert torch.allclose(got, (u * WK.T @ WQ).detach(), rtol=1e-12, atol=1e-12)
     assert not got.requires_grad
     # the default start scale is 0.3
     got = ex.gd_population(1, Lam, 6, 0, 0.1, torch.Generator().manual_seed(8))
@@ -411,3 +412,84 @@ def test_flips_z_uses_the_closed_form_for_each_rank(Q, monkeypatch):
     assert closed == [(vs[r], (1.0, 0.5, 0.0), 4, 0, f) for f in (0.0, 0.25) for r in range(3)]
     want = [(r + 4 + f) * math.sqrt(3) / (r + 1) for f in (0.0, 0.25) for r in range(3)]
     assert z == pytest.approx(want)
+
+
+# ---- second round: the default chunk, dtypes and devices of the Monte Carlo, the grid's values --
+
+
+class _Stop(Exception):
+    pass
+
+
+def _recording_prediction(seen):
+    def prediction(E, W_PV, W_KQ, rho):
+        seen.append((E.device.type, W_PV.device.type, W_KQ.device.type, W_PV.dtype, rho))
+        raise _Stop  # the meta device holds no data: stop once the placement is seen
+
+    return prediction
+
+
+def test_mc_losses_put_the_model_and_the_prompts_on_the_device(Q, monkeypatch):
+    # the meta device stands in for an accelerator: blocks made on the CPU, or prompts left
+    # there, show in the devices that reach the prediction
+    seen = []
+    monkeypatch.setattr(model, "prediction", _recording_prediction(seen))
+    U = torch.eye(3, dtype=torch.float32)
+    w = torch.ones(3, dtype=F64)
+    with pytest.raises(_Stop):
+        ex.mc_evaluation_losses([U], LAM, Q, w, 4, 5, torch.Generator(), device="meta")
+    with pytest.raises(_Stop):
+        ex.mc_population_loss(U, 0.5, LAM, Q, 4, 5, torch.Generator(), device="meta")
+    assert seen == [("meta", "meta", "meta", F64, 4)] * 2
+
+
+def test_mc_evaluation_losses_use_a_float32_U_in_float64(Q):
+    g = torch.Generator().manual_seed(5)
+    Us = [torch.randn(3, 3, generator=g, dtype=torch.float32) for _ in range(2)]
+    w = torch.tensor([1.0, -0.5, 2.0], dtype=F64)
+    pl = ex.mc_evaluation_losses(Us, LAM, Q, w, 4, 6, torch.Generator().manual_seed(6))
+    p = data.prompts(6, 4, LAM, Q, torch.Generator().manual_seed(6), w=w)
+    want = torch.stack([(_reduced(p, U.double(), 1.0, 4) - p.yq) ** 2 for U in Us])
+    assert pl.losses.dtype == F64 and torch.allclose(pl.losses, want, rtol=1e-12)
+
+
+def test_mc_evaluation_losses_default_chunk_is_50000(Q):
+    # the prompts are drawn chunk by chunk, so 50 001 trials show the default chunk
+    U = 0.1 * torch.eye(3, dtype=F64)
+    w = torch.tensor([1.0, 0.0, -1.0], dtype=F64)
+    pl = ex.mc_evaluation_losses([U], LAM, Q, w, 1, 50_001, torch.Generator().manual_seed(5))
+    g = torch.Generator().manual_seed(5)
+    cols = []
+    for b in (50_000, 1):
+        p = data.prompts(b, 1, LAM, Q, g, w=w)
+        cols.append((_reduced(p, U, 1.0, 1) - p.yq) ** 2)
+    assert torch.allclose(pl.losses[0], torch.cat(cols), rtol=1e-12)
+
+
+def test_evaluation_grid_keeps_each_cells_losses(Q, monkeypatch):
+    rec = []
+    monkeypatch.setattr(ex, "mc_evaluation_losses", _recording_mc(rec, _losses))
+    w = torch.ones(3, dtype=F64)
+    grid, _ = ex.evaluation_grid(
+        [None, None], LAM, Q, w, [4, 8], [0.0, 0.5], 3, lambda s: s, lambda r, M, s: 0.0, "cpu"
+    )
+    for (M, sigma), mc in grid.items():
+        assert torch.equal(mc.losses, _losses(2, M, sigma, 0.0))
+
+
+def test_train_rank_r_puts_the_net_and_the_prompts_on_the_device(Q, monkeypatch):
+    # LowRankLSA.forward calls model.prediction: the first step shows where the net and E live
+    seen = []
+    monkeypatch.setattr(model, "prediction", _recording_prediction(seen))
+    with pytest.raises(_Stop):
+        ex.train_rank_r(2, LAM, Q.float(), 6, 3, 4, 0.05, torch.Generator(), "meta", False)
+    assert seen == [("meta", "meta", "meta", torch.float32, 6)]
+
+
+def test_seeds_to_decide_when_the_ratio_overflows():
+    # z se / gap overflows to inf for the smallest subnormal gap: n (z se / gap)^2 is inf, over
+    # any 'most', so None (a ratio that cancels, inf / inf, would be NaN and no bound at all)
+    gap = 5e-324
+    assert 1.96 * 1.0 / gap == math.inf
+    assert ex.seeds_to_decide(gap, 1.0, 3) is None
+    assert ex.seeds_to_decide(-gap, 1.0, 3) is None
