@@ -126,6 +126,7 @@ TARGETS: dict[str, list[str]] = {
         "tests/contrastive/test_theory_properties.py",
         "tests/contrastive/test_theory_boundaries.py",
         "tests/contrastive/test_theory_mutation.py",
+        "tests/contrastive/test_theory_mutation2.py",
     ],
     "contrastive/model.py": [
         "tests/contrastive/test_contrastive.py",

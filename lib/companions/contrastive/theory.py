@@ -76,6 +76,11 @@ def predicted_t1(kappas, d1: int, eta: float, lam: float, n_neg: int, c_tau: flo
     return (lo + hi) / 2
 
 
+#: The last step :func:`predicted_t1_mc` evaluates: a run still below 1/2 there makes it return
+#: ``(inf, nan)`` (a growth too slow to end stage 1 in any run the book makes).
+T1_MC_MAX_STEPS = 10**7
+
+
 def predicted_t1_mc(
     kappas,
     d1: int,
@@ -91,7 +96,8 @@ def predicted_t1_mc(
     which the mean over the ``m`` neurons of ``||M M^T w_i||^2 / ||w_i||^2`` reaches 1/2 ((34),
     ``t1_rule="mean"``), by Monte Carlo over the Gaussian initialisation (``<w_i, M_j>`` and the
     ``d1 - d`` noise coordinates i.i.d.). Returns the mean and the standard deviation over ``runs``
-    initialisations."""
+    initialisations, or ``(inf, nan)`` when some run has not reached 1/2 by step
+    :data:`T1_MC_MAX_STEPS`."""
     lg = torch.log(growth_rate(kappas, eta, lam, n_neg, c_tau) / noise_rate(eta, lam))
     d = len(lg)
     a2 = torch.randn(runs, m, d, generator=generator, dtype=torch.float64) ** 2
@@ -104,12 +110,12 @@ def predicted_t1_mc(
     done = torch.full((runs,), -1.0, dtype=torch.float64)
     t = 0
     while bool((done < 0).any()):
+        if t > T1_MC_MAX_STEPS:
+            return math.inf, math.nan
         fe = (a2 * torch.exp(2 * t * lg)).sum(-1)
         hit = ((fe / (fe + n2)).mean(-1) >= 0.5) & (done < 0)
         done[hit] = float(t)
         t += 1
-        if t > 10**7:
-            return math.inf, math.nan
     return float(done.mean()), float(done.std())
 
 
