@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from companions.book import mutation as M
@@ -75,3 +77,27 @@ def test_a_run_stopped_at_its_time_limit_is_kept_whatever_its_exit(tmp_path):
     M.check_exit("x.py", 0, stopped=False, log_path=log)
     with pytest.raises(RuntimeError, match=r"(?s)mutmut failed on x.py \(exit 2\).*the last lines"):
         M.check_exit("x.py", 2, stopped=False, log_path=log)
+
+
+def test_a_run_keeps_what_another_run_recorded_while_it_ran(tmp_path, monkeypatch):
+    (tmp_path / "_toc.yml").write_text("root: intro\n")
+    monkeypatch.chdir(tmp_path)
+    results = tmp_path / "tests" / "mutation" / "results.json"
+    results.parent.mkdir(parents=True)
+    old = {"tests": [], "first": M.score({"a": "killed"}, {}), "when": "before"}
+    old["last"] = old["first"]
+    results.write_text(json.dumps({"other.py": old}))
+
+    def mutate_module(root, module, tests, log, time_limit):
+        # another run finishes while this one runs, and records its module
+        recorded = json.loads(results.read_text())
+        recorded["late.py"] = {**old, "when": "meanwhile"}
+        results.write_text(json.dumps(recorded))
+        return {"m.x_f__mutmut_1": {"status": "killed", "diff": ""}}
+
+    monkeypatch.setattr(M, "mutate_module", mutate_module)
+    monkeypatch.setattr(M, "write_report", lambda root, res: results.write_text(json.dumps(res)))
+    assert M.run(["ledger.py"]) == 0
+    kept = json.loads(results.read_text())
+    assert sorted(kept) == ["late.py", "ledger.py", "other.py"]
+    assert kept["late.py"]["when"] == "meanwhile" and kept["ledger.py"]["last"]["score"] == 100.0

@@ -446,7 +446,7 @@ def run(
     if unknown:
         raise SystemExit(f"unknown module(s) {unknown}: choose from {sorted(TARGETS)}")
     results_path = root / _RESULTS
-    results = json.loads(results_path.read_text()) if results_path.is_file() else {}
+    results: dict = {}
     equivalents = read_equivalents(root / _EQUIVALENTS)
 
     def log(msg):
@@ -458,6 +458,8 @@ def run(
         tested, untested = tested_only({n: d["status"] for n, d in statuses.items()})
         counts = score(tested, equivalents)
         keep = set(counts["surviving_names"]) | set(counts["equivalent_names"])
+        # read now, not at the start: another run may have recorded its module meanwhile
+        results = json.loads(results_path.read_text()) if results_path.is_file() else {}
         entry = results.get(module, {})
         results[module] = {
             "tests": TARGETS[module],
