@@ -194,15 +194,7 @@ def progress(iterable: Iterable, desc: str = "", disable: bool = False, **option
     total = (
         len(kept) if isinstance(kept, range) else None if planned is None else min(planned, steps)
     )
-    record = {
-        "desc": desc,
-        "planned": planned,
-        "run": 0,
-        "seconds": 0.0,
-        "cpu_seconds": 0.0,
-        "parent": _ACTIVE[-1] if _ACTIVE else None,
-    }
-    _LOOPS.append(record)
+    record = _new_record(desc, planned, _ACTIVE[-1] if _ACTIVE else None)
     options.setdefault("total", total)
     timed = _timed(kept, record, len(_LOOPS) - 1)
     bar = _TimedBar(timed, desc=f"{desc} (dry run)", disable=disable, **options)
@@ -221,21 +213,27 @@ def _tracked_bar(iterable: Iterable, desc: str, disable: bool, options: dict) ->
     listed = parent is None or (parent != _UNLISTED and _LOOPS[parent]["run"] == 0)
     options.setdefault("total", planned)
     if listed:
-        record = {
-            "desc": desc,
-            "planned": planned,
-            "run": 0,
-            "seconds": 0.0,
-            "cpu_seconds": 0.0,
-            "parent": parent,
-        }
-        _LOOPS.append(record)
+        record = _new_record(desc, planned, parent)
         timed = _timed(iterable, record, len(_LOOPS) - 1)
     else:
         timed = _marked(iterable)
     bar = _TimedBar(timed, desc=desc, disable=disable, **options)
     bar.timed = timed
     return bar
+
+
+def _new_record(desc: str, planned: int | None, parent: int | None) -> dict:
+    """A new loop's entry, appended to ``_LOOPS`` (its index: ``len(_LOOPS) - 1``)."""
+    record = {
+        "desc": desc,
+        "planned": planned,
+        "run": 0,
+        "seconds": 0.0,
+        "cpu_seconds": 0.0,
+        "parent": parent,
+    }
+    _LOOPS.append(record)
+    return record
 
 
 def _marked(iterable: Iterable):

@@ -11,19 +11,11 @@ import pytest
 
 from companions import ledger as ledger_mod
 from companions import train
+from tests.core import test_dry_run as dry_run_tests
 
 
-class _Clock:
+class _Clock(dry_run_tests._Clock):
     """perf_counter and process_time that move only when told to."""
-
-    def __init__(self):
-        self.wall, self.cpu = 100.0, 10.0
-
-    def perf_counter(self):
-        return self.wall
-
-    def process_time(self):
-        return self.cpu
 
     def spend(self, seconds: float, cpu: float | None = None):
         self.wall += seconds
