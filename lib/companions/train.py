@@ -179,7 +179,8 @@ def progress(iterable: Iterable, desc: str = "", disable: bool = False, **option
     tqdm ``options``), the one every long loop of the library uses.
 
     In a dry run (:func:`dry_run_steps`) the loop stops after its first ``n`` iterations and is
-    recorded in :func:`dry_run_loops`; otherwise this is exactly ``tqdm(iterable, ...)``."""
+    recorded in :func:`dry_run_loops`; otherwise it runs every iteration, as
+    ``tqdm(iterable, ...)`` would, and is timed into :func:`tracked_loops`."""
     steps = dry_run_steps()
     if steps is None:
         return _tracked_bar(iterable, desc, disable, options)
