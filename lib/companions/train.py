@@ -181,13 +181,13 @@ def progress(iterable: Iterable, desc: str = "", disable: bool = False, **option
     In a dry run (:func:`dry_run_steps`) the loop stops after its first ``n`` iterations and is
     recorded in :func:`dry_run_loops`; otherwise it runs every iteration, as
     ``tqdm(iterable, ...)`` would, and is timed into :func:`tracked_loops`."""
-    steps = dry_run_steps()
-    if steps is None:
-        return _tracked_bar(iterable, desc, disable, options)
     try:
         planned = len(iterable)  # type: ignore[arg-type]
     except TypeError:
         planned = None
+    steps = dry_run_steps()
+    if steps is None:
+        return _tracked_bar(iterable, planned, desc, disable, options)
     if isinstance(iterable, range):
         kept: Iterable = iterable[:steps]
     else:
@@ -203,13 +203,12 @@ def progress(iterable: Iterable, desc: str = "", disable: bool = False, **option
     return bar
 
 
-def _tracked_bar(iterable: Iterable, desc: str, disable: bool, options: dict) -> tqdm:
-    """A real run's bar over ``iterable``: tqdm's, timed into :func:`tracked_loops` where a dry
-    run would have run the loop, else only marked as running (so its inner loops are left out)."""
-    try:
-        planned = len(iterable)  # type: ignore[arg-type]
-    except TypeError:
-        planned = None
+def _tracked_bar(
+    iterable: Iterable, planned: int | None, desc: str, disable: bool, options: dict
+) -> tqdm:
+    """A real run's bar over ``iterable`` (of ``planned`` iterations, None if unknown): tqdm's,
+    timed into :func:`tracked_loops` where a dry run would have run the loop, else only marked
+    as running (so its inner loops are left out)."""
     parent = _ACTIVE[-1] if _ACTIVE else None
     listed = parent is None or (parent != _UNLISTED and _LOOPS[parent]["run"] == 0)
     options.setdefault("total", planned)
