@@ -16,7 +16,7 @@ import numbers
 import os
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 SCALES = ("smoke", "default", "paper")
 DEVICES = ("auto", "cpu", "cuda")
@@ -143,7 +143,9 @@ class Chapter:
     """A chapter of the book: its id, notebook, parameter specs and presets per scale.
 
     ``checks`` are cross-parameter constraints: callables taking the resolved parameter dict and
-    returning an error message (naming the parameter) or ``None``.
+    returning an error message (naming the parameter) or ``None``. ``snap`` moves a point between
+    the presets (:func:`between`) to the nearest one the checks accept (a prime, a multiple): it
+    takes the parameter dict and returns the moved copy, and leaves each preset as it is.
     """
 
     id: str
@@ -152,6 +154,7 @@ class Chapter:
     params: Mapping[str, Spec]
     presets: Mapping[str, Mapping[str, Any]]
     checks: tuple = ()
+    snap: Callable[[dict], dict] | None = None
 
     def __post_init__(self):
         missing = [s for s in SCALES if s not in self.presets]
@@ -309,3 +312,83 @@ def preset(chapter_id: str, scale: str | None = None, **overrides: Any) -> Confi
     if overrides.get("ledger_dir") is not None:
         resolved["ledger_dir"] = str(overrides["ledger_dir"])
     return Config(chapter_id, scale, resolved)
+
+
+def _toward(start: float, end: float, t: float) -> float:
+    """``start`` at ``t = 0``, ``end`` at ``t = 1``: geometric between two positive numbers (so a
+    size grows by the same factor over each equal step of ``t``), linear otherwise."""
+    if t == 0 or start == end:
+        return start
+    if t == 1:
+        return end
+    if start > 0 and end > 0:
+        return start * (end / start) ** t
+    return start + (end - start) * t
+
+
+def _read_at(values: Sequence, j: int, n: int) -> float:
+    """Item ``j`` of ``n`` evenly spaced positions along ``values`` (the first at its first item,
+    the last at its last), read between its neighbours with :func:`_toward`."""
+    if n == 1 or len(values) == 1:
+        return values[0]
+    i, rest = divmod(j * (len(values) - 1), n - 1)
+    if rest == 0:
+        return values[i]
+    return _toward(values[i], values[i + 1], rest / (n - 1))
+
+
+def between(chapter_id: str, t: float) -> dict[str, Any]:
+    """The parameters of ``chapter_id`` a fraction ``t`` of the way from its ``default`` preset
+    (``t = 0``) to its ``paper`` preset (``t = 1``), validated; used to time a chapter at sizes
+    between the two (``python -m companions law``).
+
+    - A number moves geometrically where both ends are positive (:func:`_toward`), else linearly;
+      an :class:`Int` is rounded.
+    - A list's length moves the same way (rounded); its items are read at evenly spaced positions
+      along the default list and along the paper list, and moved between the two. Integer items
+      are rounded, and a repeated one is dropped.
+    - A :class:`Choice` keeps its default value until ``t = 1``.
+    - Last, the chapter's :attr:`Chapter.snap` moves the point to the nearest one it accepts.
+
+    If a run's cost is a product of powers of its parameters, its logarithm is linear in ``t``
+    along this path. Both ends give the presets themselves. A point the chapter does not accept
+    (a check of its own, a rounded value out of range) raises the ``ValueError`` of
+    :func:`preset`, which names the parameter.
+    """
+    if isinstance(t, bool) or not isinstance(t, numbers.Real) or not 0 <= t <= 1:
+        _fail("t", t, "a real number in [0, 1]")
+    chapter = get_chapter(chapter_id)
+    start, end = chapter.presets["default"], chapter.presets["paper"]
+    values: dict[str, Any] = {}
+    for name, spec in chapter.params.items():
+        a, b = start[name], end[name]
+        if isinstance(spec, Choice):
+            values[name] = b if t == 1 else a
+        elif isinstance(spec, ListOf):
+            n = round(_toward(len(a), len(b), t))
+            items = [_toward(_read_at(a, j, n), _read_at(b, j, n), t) for j in range(n)]
+            if isinstance(spec.item, Int):
+                items = list(dict.fromkeys(round(v) for v in items))
+            values[name] = items
+        elif isinstance(spec, Int):
+            values[name] = round(_toward(a, b, t))
+        else:
+            values[name] = _toward(a, b, t)
+    if chapter.snap is not None:
+        values = chapter.snap(dict(values))
+    preset(chapter_id, "default", **values)
+    return values
+
+
+def nearest_int(value: int, accepts: Callable[[int], bool], low: int = 1) -> int:
+    """The integer nearest ``value``, at least ``low``, that ``accepts`` takes (the smaller of two
+    as near); for :attr:`Chapter.snap`."""
+    for step in range(10 * max(value, low) + 100):
+        for candidate in (value - step, value + step):
+            if candidate >= low and accepts(candidate):
+                return candidate
+    raise ValueError(f"no integer near {value} (at least {low}) is accepted")
+
+
+def is_power_of_two(n: int) -> bool:
+    return n >= 1 and n & (n - 1) == 0

@@ -297,6 +297,137 @@ def test_spec_descriptions():
     assert "at least 2" in S.ListOf(S.Int(1), min_len=2).describe()
 
 
+def _as_lists(values):
+    return {k: list(v) if isinstance(v, (list, tuple)) else v for k, v in values.items()}
+
+
+def test_between_gives_the_presets_at_its_ends(chapter):
+    assert S.between(CHAPTER_ID, 0) == _as_lists(PRESETS["default"])
+    assert S.between(CHAPTER_ID, 1) == _as_lists(PRESETS["paper"])
+    assert S.between(CHAPTER_ID, 1.0) == _as_lists(PRESETS["paper"])
+
+
+def test_between_gives_every_book_chapter_its_presets_at_its_ends():
+    for chapter_id, chapter in S.chapters().items():
+        assert S.between(chapter_id, 0) == _as_lists(chapter.presets["default"]), chapter_id
+        assert S.between(chapter_id, 1) == _as_lists(chapter.presets["paper"]), chapter_id
+
+
+def test_between_moves_sizes_geometrically(chapter):
+    middle = S.between(CHAPTER_ID, 0.5)
+    assert middle["n"] == 32  # sqrt(10 * 100) = 31.6
+    assert middle["lr"] == pytest.approx(0.1 * 0.1**0.5)
+    assert middle["mode"] == "b"
+    # length sqrt(3 * 4) = 3.5 -> 3 items, read at the ends and the middle of each list:
+    # [1, 2, 3] and [4, sqrt(8 * 16), 32], then the geometric mean of each pair
+    assert middle["sizes"] == [2, round((2 * 128**0.5) ** 0.5), round(96**0.5)] == [2, 5, 10]
+    assert S.between(CHAPTER_ID, 0.25)["n"] == round(10 * 10**0.25) == 18
+
+
+def test_between_keeps_a_choice_until_the_end(chapter, monkeypatch):
+    monkeypatch.setitem(PRESETS["paper"], "mode", "a")
+    assert S.between(CHAPTER_ID, 0.99)["mode"] == "b"
+    assert S.between(CHAPTER_ID, 1)["mode"] == "a"
+
+
+def test_toward_is_linear_unless_both_ends_are_positive():
+    assert S._toward(0.0, 0.001, 0.5) == pytest.approx(0.0005)
+    assert S._toward(-2.0, 2.0, 0.25) == pytest.approx(-1.0)
+    assert S._toward(2.0, 8.0, 0.5) == pytest.approx(4.0)
+    assert S._toward(2.0, 8.0, 0) == 2.0 and S._toward(2.0, 8.0, 1) == 8.0
+
+
+def test_read_at_spreads_positions_over_the_list():
+    assert [S._read_at([1, 4, 16], j, 5) for j in range(5)] == pytest.approx([1, 2, 4, 8, 16])
+    assert [S._read_at([1, 4, 16], j, 2) for j in range(2)] == [1, 16]
+    assert S._read_at([7], 2, 3) == 7 and S._read_at([3, 9], 0, 1) == 3
+
+
+def test_between_drops_repeated_integer_items(chapter, monkeypatch):
+    monkeypatch.setitem(PRESETS["default"], "sizes", [1, 2])
+    monkeypatch.setitem(PRESETS["paper"], "sizes", [1, 2, 3, 4])
+    # length sqrt(2 * 4) = 2.8 -> 3 items: [1, 1.41, 2] and [1, 2.45, 4] -> 1, 1.86, 2.83
+    assert S.between(CHAPTER_ID, 0.5)["sizes"] == [1, 2, 3]
+    monkeypatch.setitem(PRESETS["paper"], "sizes", [1, 1, 2, 2])
+    assert S.between(CHAPTER_ID, 0.5)["sizes"] == [1, 2]
+
+
+@pytest.mark.parametrize("t", [-0.1, 1.5, True, "0.5", float("nan")])
+def test_between_names_a_bad_fraction(chapter, t):
+    with pytest.raises(ValueError, match="parameter 't'"):
+        S.between(CHAPTER_ID, t)
+
+
+def _odd_n(p):
+    return f"parameter 'n' = {p['n']} must be odd" if p["n"] % 2 == 0 else None
+
+
+def _throwaway(**fields):
+    """A one-parameter chapter: ``n`` is 11 at default and 101 at paper scale, and must be odd."""
+    presets = {"smoke": {"n": 3}, "default": {"n": 11}, "paper": {"n": 101}}
+    chapter = S.Chapter(
+        id="_odd",
+        title="t",
+        notebook="x.md",
+        params={"n": S.Int(1)},
+        presets=presets,
+        checks=(_odd_n,),
+        **fields,
+    )
+    S._REGISTRY["_odd"] = chapter
+    return chapter
+
+
+@pytest.fixture
+def cleanup():
+    yield
+    S._REGISTRY.pop("_odd", None)
+
+
+def test_between_rejects_a_point_the_chapter_does_not_accept(cleanup):
+    _throwaway()
+    assert S.between("_odd", 0.08) == {"n": 13}  # 11 * (101 / 11)^0.08 = 13.1
+    with pytest.raises(ValueError, match="parameter 'n' = 14 must be odd"):
+        S.between("_odd", 0.12)  # 14.3
+
+
+def test_between_moves_a_point_where_the_chapter_snaps_it(cleanup):
+    seen = []
+
+    def snap(values):
+        seen.append(dict(values))
+        values["n"] = S.nearest_int(values["n"], lambda n: n % 2 == 1)
+        return values
+
+    _throwaway(snap=snap)
+    assert S.between("_odd", 0.12) == {"n": 13}  # 14 is as near to 13 as to 15: the smaller
+    assert seen == [{"n": 14}]
+    assert S.between("_odd", 0.135) == {"n": 15}  # 14.8 rounds to 15
+
+
+def test_every_book_chapter_accepts_the_points_between_its_presets():
+    for chapter_id in S.chapters():
+        for t in (0.05, 0.1, 0.2, 0.3, 0.5):
+            S.between(chapter_id, t)
+
+
+def test_nearest_int():
+    odd = lambda n: n % 2 == 1  # noqa: E731
+    assert S.nearest_int(4, odd) == 3 and S.nearest_int(5, odd) == 5
+    assert S.nearest_int(1, lambda n: n % 8 == 0) == 8
+    assert S.nearest_int(0, odd, low=4) == 5
+    assert (
+        S.nearest_int(20, lambda n: n % 16 == 0) == 16
+        and S.nearest_int(24, lambda n: n % 16 == 0) == 16
+    )
+    with pytest.raises(ValueError, match="no integer near 3"):
+        S.nearest_int(3, lambda n: False)
+
+
+def test_is_power_of_two():
+    assert [n for n in range(-2, 17) if S.is_power_of_two(n)] == [1, 2, 4, 8, 16]
+
+
 # ---------------------------------------------------------------------------------------------
 # ledger.py
 # ---------------------------------------------------------------------------------------------

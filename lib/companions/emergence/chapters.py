@@ -3,7 +3,7 @@ notebook)."""
 
 from __future__ import annotations
 
-from companions.scale import Chapter, Choice, Float, Int, ListOf, register_chapter
+from companions.scale import Chapter, Choice, Float, Int, ListOf, nearest_int, register_chapter
 
 TARGET = register_chapter(
     Chapter(
@@ -156,6 +156,15 @@ def _check_fixed(p):
     return None
 
 
+def _snap_fixed(v: dict) -> dict:
+    """Between the presets (``companions.scale.between``): every ``k`` odd (parity labels)."""
+    v["k"] = nearest_int(v["k"], lambda n: n % 2 == 1)
+    v["bound_k_values"] = list(
+        dict.fromkeys(nearest_int(n, lambda n: n % 2 == 1) for n in v["bound_k_values"])
+    )
+    return v
+
+
 FIXED = register_chapter(
     Chapter(
         id="emergence-fixed-features",
@@ -238,6 +247,7 @@ FIXED = register_chapter(
             ),
         },
         checks=(_check_fixed,),
+        snap=_snap_fixed,
     )
 )
 

@@ -6,7 +6,16 @@ target detector count, not by the paper's asymptotic formulas (which need d >~ 1
 
 from __future__ import annotations
 
-from companions.scale import Chapter, Choice, Float, Int, ListOf, register_chapter
+from companions.scale import (
+    Chapter,
+    Choice,
+    Float,
+    Int,
+    ListOf,
+    is_power_of_two,
+    nearest_int,
+    register_chapter,
+)
 
 _POS = dict(low=0.0, low_open=True)
 
@@ -59,6 +68,19 @@ def _checks(p):
     return None
 
 
+def _snap(v: dict) -> dict:
+    """Between the presets (``companions.scale.between``): ``k`` a power of two, ``N`` and
+    ``n_test`` multiples of ``2k``, and every group size a divisor of ``k``."""
+    v["k"] = nearest_int(v["k"], is_power_of_two)
+    for name in ("N", "n_test"):
+        v[name] = nearest_int(v[name], lambda n: n % (2 * v["k"]) == 0)
+    if "groups" in v:
+        v["groups"] = list(
+            dict.fromkeys(nearest_int(g, lambda n: v["k"] % n == 0) for g in v["groups"])
+        )
+    return v
+
+
 def _both(smoke, default, paper, extra_s=None, extra_d=None, extra_p=None):
     return {
         "smoke": {**smoke, **(extra_s or {})},
@@ -104,6 +126,7 @@ register_chapter(
             {"n_count": 1_000_000},
         ),
         checks=(_checks,),
+        snap=_snap,
     )
 )
 
@@ -127,6 +150,7 @@ register_chapter(
             {"steps": 3000, "n_logs": 60},
         ),
         checks=(_checks,),
+        snap=_snap,
     )
 )
 
@@ -192,5 +216,6 @@ register_chapter(
             ),
         ),  # fmt: skip
         checks=(_checks,),
+        snap=_snap,
     )
 )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from companions.fourier.network import construction_width, is_odd_prime
-from companions.scale import Chapter, Float, Int, ListOf, register_chapter
+from companions.scale import Chapter, Float, Int, ListOf, nearest_int, register_chapter
 
 
 def _check_p(name: str, p: int):
@@ -44,6 +44,31 @@ def _check_training(params):
             f"it exceeds |D_p| = p^k = {params['p'] ** params['k']}"
         )
     return None
+
+
+def _prime(n: int) -> int:
+    return nearest_int(n, is_odd_prime, low=3)
+
+
+def _snap_exact(v: dict) -> dict:
+    """Between the presets (``companions.scale.between``): every modulus an odd prime."""
+    v["p"] = _prime(v["p"])
+    v["p_values"] = list(dict.fromkeys(_prime(q) for q in v["p_values"]))
+    return v
+
+
+def _snap_training(v: dict) -> dict:
+    """Between the presets: ``p`` an odd prime, the batch at most ``p^k``."""
+    v["p"] = _prime(v["p"])
+    v["batch"] = min(v["batch"], v["p"] ** v["k"])
+    return v
+
+
+def _snap_transformer(v: dict) -> dict:
+    """Between the presets: every modulus an odd prime."""
+    v["p"] = _prime(v["p"])
+    v["grok_p"] = [_prime(q) for q in v["grok_p"]]
+    return v
 
 
 EXACT = register_chapter(
@@ -106,6 +131,7 @@ EXACT = register_chapter(
             ),
         },
         checks=(_check_exact,),
+        snap=_snap_exact,
     )
 )
 
@@ -180,6 +206,7 @@ TRAINING = register_chapter(
             ),
         },
         checks=(_check_training,),
+        snap=_snap_training,
     )
 )
 
@@ -301,5 +328,6 @@ TRANSFORMER = register_chapter(
             ),
         },
         checks=(_check_transformer,),
+        snap=_snap_transformer,
     )
 )

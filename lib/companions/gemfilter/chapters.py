@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from companions.scale import Chapter, Float, Int, ListOf, register_chapter
+from companions.scale import Chapter, Float, Int, ListOf, nearest_int, register_chapter
 
 
 def _check_parameter_pairs(p):
@@ -59,6 +59,15 @@ _COMMON = dict(
     cost_k=8,
     cost_t=8,
 )
+
+
+def _snap(v: dict) -> dict:
+    """Between the presets (``companions.scale.between``): ``heads`` a multiple of ``kv_heads``,
+    ``width`` a multiple of ``heads``."""
+    v["heads"] = nearest_int(v["heads"], lambda n: n % v["kv_heads"] == 0)
+    v["width"] = nearest_int(v["width"], lambda n: n % v["heads"] == 0)
+    return v
+
 
 CHAPTER = register_chapter(
     Chapter(
@@ -141,5 +150,6 @@ CHAPTER = register_chapter(
             ),
         },
         checks=(_check_parameter_pairs,),
+        snap=_snap,
     )
 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from companions.scale import Chapter, Float, Int, ListOf, register_chapter
+from companions.scale import Chapter, Float, Int, ListOf, nearest_int, register_chapter
 
 _GAMMA = Float(0.0, 1.0, low_open=True, high_open=True)
 
@@ -13,6 +13,20 @@ def _check_framework(p):
     if sorted(p["gammas"]) != list(p["gammas"]):
         return f"parameter 'gammas' = {list(p['gammas'])} is not allowed: it must be increasing"
     return None
+
+
+def _even(n: int) -> bool:
+    return n % 2 == 0
+
+
+def _odd(n: int) -> bool:
+    return n % 2 == 1
+
+
+def _snap_framework(v: dict) -> dict:
+    """Between the presets (``companions.scale.between``): ``r`` even."""
+    v["r"] = nearest_int(v["r"], _even, low=2)
+    return v
 
 
 FRAMEWORK = register_chapter(
@@ -103,6 +117,7 @@ FRAMEWORK = register_chapter(
             ),
         },
         checks=(_check_framework,),
+        snap=_snap_framework,
     )
 )
 
@@ -212,6 +227,16 @@ def _check_parities(p):
     return None
 
 
+def _snap_parities(v: dict) -> dict:
+    """Between the presets: every ``r`` odd, ``uniform_k`` even, ``uniform_d`` and ``enum_d``
+    odd."""
+    v["r_values"] = list(dict.fromkeys(nearest_int(r, _odd) for r in v["r_values"]))
+    v["uniform_k"] = nearest_int(v["uniform_k"], _even, low=2)
+    for name in ("uniform_d", "enum_d"):
+        v[name] = nearest_int(v[name], _odd)
+    return v
+
+
 PARITIES = register_chapter(
     Chapter(
         id="gradient-parities",
@@ -316,5 +341,6 @@ PARITIES = register_chapter(
             ),
         },
         checks=(_check_parities,),
+        snap=_snap_parities,
     )
 )

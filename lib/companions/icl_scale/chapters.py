@@ -3,7 +3,15 @@
 
 from __future__ import annotations
 
-from companions.scale import Chapter, Float, Int, ListOf, register_chapter
+from companions.scale import (
+    Chapter,
+    Float,
+    Int,
+    ListOf,
+    is_power_of_two,
+    nearest_int,
+    register_chapter,
+)
 
 
 def _check_parameter_pairs(p):
@@ -142,6 +150,15 @@ def _check_parity(p):
     return None
 
 
+def _snap_parity(v: dict) -> dict:
+    """Between the presets (``companions.scale.between``): ``k``, ``d_eval`` and every dimension
+    powers of two (each dimension at least 4)."""
+    for name in ("k", "d_eval"):
+        v[name] = nearest_int(v[name], is_power_of_two, low=2)
+    v["dims"] = list(dict.fromkeys(nearest_int(n, is_power_of_two, low=4) for n in v["dims"]))
+    return v
+
+
 PARITY = register_chapter(
     Chapter(
         id="icl-scale-parity",
@@ -204,5 +221,6 @@ PARITY = register_chapter(
             ),
         },
         checks=(_check_parity,),
+        snap=_snap_parity,
     )
 )

@@ -31,6 +31,12 @@ def _check_parameter_pairs(p):
     return None
 
 
+def _snap(v: dict) -> dict:
+    """Between the presets (``companions.scale.between``): the source's case ``r = 2s``."""
+    v["r"] = 2 * v["s"]
+    return v
+
+
 CHAPTER = register_chapter(
     Chapter(
         id="universality-trade-off",
@@ -139,5 +145,6 @@ CHAPTER = register_chapter(
             ),
         },
         checks=(_check_parameter_pairs,),
+        snap=_snap,
     )
 )
