@@ -65,8 +65,6 @@ def paper_dry_run_table(dry: dict[str, dict], order: list[str]) -> str:
     steps of each loop (:func:`companions.train.extrapolated_seconds`): of the whole paper run
     where the dry run ran every cell, of the cells up to its end (``≥``, a lower bound on the
     whole run) where it ended after its first loops (``$COMPANIONS_DRY_RUN_LOOPS``)."""
-    from companions.train import extrapolated_seconds
-
     rows = [
         "| chapter | ran | steps per loop | loops cut | dry run wall s | dry run CPU s "
         "| peak memory MiB | paper CPU time, extrapolated |",
@@ -77,18 +75,36 @@ def paper_dry_run_table(dry: dict[str, dict], order: list[str]) -> str:
         if led is None:
             continue
         record = led["dry_run"]
-        loops = record["loops"]
-        cpu = _seconds(led, "cpu_seconds")
-        known = cpu is not None and all("cpu_seconds" in loop for loop in loops)
-        estimate = extrapolated_seconds(cpu, loops, "cpu_seconds") if known else None
-        ended = bool(record.get("ended"))
-        ran = f"to the end of loop {record['ends_after_loops']}" if ended else "every cell"
+        ran = (
+            f"to the end of loop {record['ends_after_loops']}"
+            if record.get("ended")
+            else "every cell"
+        )
         rows.append(
-            f"| {chapter} | {ran} | {record['steps']} | {len(loops)} | {_cell(_seconds(led))} "
-            f"| {_cell(cpu)} | {_cell(led.get('peak_memory_mb'))} "
-            f"| {'≥ ' if ended and estimate is not None else ''}{_duration(estimate)} |"
+            f"| {chapter} | {ran} | {record['steps']} | {len(record['loops'])} "
+            f"| {_cell(_seconds(led))} | {_cell(_seconds(led, 'cpu_seconds'))} "
+            f"| {_cell(led.get('peak_memory_mb'))} | {dry_run_estimate_text(led)} |"
         )
     return "\n".join(rows)
+
+
+def dry_run_estimate(led: dict) -> tuple[float | None, bool]:
+    """The paper run's CPU seconds extrapolated from a dry run's first steps
+    (:func:`companions.train.extrapolated_seconds`; ``None`` where a time is missing), and whether
+    it is only a lower bound (the dry run ended after its first loops)."""
+    from companions.train import extrapolated_seconds
+
+    loops = led["dry_run"]["loops"]
+    cpu = _seconds(led, "cpu_seconds")
+    known = cpu is not None and all("cpu_seconds" in loop for loop in loops)
+    estimate = extrapolated_seconds(cpu, loops, "cpu_seconds") if known else None
+    return estimate, bool(led["dry_run"].get("ended"))
+
+
+def dry_run_estimate_text(led: dict) -> str:
+    """:func:`dry_run_estimate` as a table cell: ``≥`` before a lower bound."""
+    estimate, lower_bound = dry_run_estimate(led)
+    return f"{'≥ ' if lower_bound and estimate is not None else ''}{_duration(estimate)}"
 
 
 #: A run whose tracked loops took less than this share of its CPU time says little about the
