@@ -110,7 +110,7 @@ def clock(monkeypatch):
         if scale == "paper":
             assert params is None
             return _fake_ledger("paper", 20.0)
-        points = [0.0, 0.1, 0.2, 0.3]
+        points = [0.0, 0.05, 0.1, 0.2, 0.3]
         t = next(p for p in points if laws.scale_mod.between(chapter_id, p) == params)
         return _fake_ledger(t, 2 * 10**t)
 
@@ -262,7 +262,7 @@ def test_without_law_says_why(blocked):
     text = laws.without_law({CHAPTER: {}}, [CHAPTER, blocked, "contrastive-setting"])
     lines = text.splitlines()
     assert len(lines) == 2
-    assert lines[0] == "- `_blocked`: the path is blocked: chapter '_blocked' at t = 0.1: " + (
+    assert lines[0] == "- `_blocked`: the path is blocked: chapter '_blocked' at t = 0.05: " + (
         "parameter 'n' must be even"
     )
     command = "`python -m companions law contrastive-setting`"
@@ -296,9 +296,9 @@ def test_measure_records_a_paper_run_stopped_at_its_limit(clock, monkeypatch):
         return None if scale == "paper" else _fake_ledger(0, 2.0 + len(limits))
 
     monkeypatch.setattr(laws, "_run", run)
-    record = laws.measure(CHAPTER, paper_under=100, progress=False)
-    assert limits == [None, None, None, laws.PAPER_LIMIT * 100]
-    assert record["paper"] == {"t": "paper", "stopped_after": laws.PAPER_LIMIT * 100}
+    record = laws.measure(CHAPTER, paper_under=1000, progress=False)  # 3, 4, 5 s: ~500 s by law
+    assert limits == [None, None, None, laws.PAPER_LIMIT * 1000]
+    assert record["paper"] == {"t": "paper", "stopped_after": laws.PAPER_LIMIT * 1000}
 
 
 def test_run_stops_a_run_past_its_limit(tmp_path, monkeypatch):

@@ -38,7 +38,7 @@ examples:
   python -m companions grade looped-gd submissions/ --feedback feedback/  # gradebook CSV
   python -m companions student-edition               # the book without solutions, _build/student/
   python -m companions bench --topic fourier --json bench.json   # time the trainers here
-  python -m companions law looped-gd --at 0 0.1 0.2    # its time at three sizes, and the law
+  python -m companions law looped-gd --at 0 0.05 0.1   # its time at three sizes, and the law
 
 'run' is the same as this pipe (papermill cannot read MyST .md notebooks by itself):
   jupytext --to ipynb book/x.md -o - | papermill - out.ipynb -p scale paper
@@ -784,7 +784,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="T",
         help="fractions of the way from the default preset (0) to the paper preset (1) "
-        "(default: 0 0.1 0.2)",
+        "(default: 0 0.05 0.1)",
     )
     p_law.add_argument(
         "--threads", type=int, default=None, help="torch threads per run (default: 1, as CI)"
