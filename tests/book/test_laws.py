@@ -342,3 +342,20 @@ def test_cli_law_names_a_bad_chapter(tmp_path, capsys):
     assert cli.main(["law", "no-such-chapter", "--out", str(tmp_path)]) == 2
     assert "'no-such-chapter' is not known" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_commit_names_the_commit_and_a_changed_tree(tmp_path):
+    import subprocess
+
+    def git(*args):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    assert laws._commit(tmp_path) is None  # not a repository
+    git("init", "-q")
+    (tmp_path / "a.txt").write_text("1")
+    git("add", "a.txt")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "a")
+    head = laws._commit(tmp_path)
+    assert len(head) == 7 and "dirty" not in head
+    (tmp_path / "a.txt").write_text("2")
+    assert laws._commit(tmp_path) == head + "-dirty"

@@ -167,9 +167,13 @@ def _point(t: float | str, led: dict) -> dict:
 
 
 def _commit(root: Path) -> str | None:
+    """The commit the runs were made on (``-dirty`` after it where tracked files had changed)."""
     try:
         done = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True
+            ["git", "describe", "--always", "--dirty", "--abbrev=7"],
+            cwd=root,
+            capture_output=True,
+            text=True,
         )
     except OSError:  # pragma: no cover (no git)
         return None
