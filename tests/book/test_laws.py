@@ -359,3 +359,23 @@ def test_commit_names_the_commit_and_a_changed_tree(tmp_path):
     assert len(head) == 7 and "dirty" not in head
     (tmp_path / "a.txt").write_text("2")
     assert laws._commit(tmp_path) == head + "-dirty"
+
+
+def test_law_summary_counts_what_the_records_say():
+    records = {
+        "b": _record("b", cpu=(10.0, 11.0, 12.0), paper={"stopped_after": 600.0}),
+        "a": _record("a", paper={"cpu_seconds": 5120.0}),
+        "c": _record("c"),
+    }
+    # a, c: exact laws (held out 1.00); b: 12.1 / 12 held out, its law about 25 s at paper scale
+    b = records["b"]["law"]
+    assert b["held_out"] == pytest.approx(12.1 / 12) and 20 < b["paper_seconds"] < 30
+    assert laws.law_summary(records) == (
+        "3 chapter(s) have a record. Held out, the law fitted to the smaller sizes predicts the "
+        "largest within 1.00–1.01 times its measured time. At paper scale, law / measured: `a` "
+        f"2.00. Paper runs stopped at their limit: `b` (still running after "
+        f"{600 / b['paper_seconds']:.1f} times the law's time)."
+    )
+    assert laws.law_summary({}) == "No record yet."
+    only = laws.law_summary({"c": _record("c")})
+    assert only.endswith("within 1.00–1.00 times its measured time.")

@@ -312,6 +312,41 @@ def law_table(records: dict[str, dict], dry: dict[str, dict], order: list[str]) 
     return "\n".join(rows)
 
 
+def law_summary(records: dict[str, dict]) -> str:
+    """What the records say about the laws themselves: the range of the held-out ratios, and for
+    each paper run made, law / measured (or, for a run stopped at its limit, how many times the
+    law's prediction it had run by then)."""
+    if not records:
+        return "No record yet."
+    held = sorted(r["law"]["held_out"] for r in records.values() if r["law"]["held_out"])
+    parts = [f"{len(records)} chapter(s) have a record."]
+    if held:
+        parts.append(
+            f"Held out, the law fitted to the smaller sizes predicts the largest within "
+            f"{held[0]:.2f}–{held[-1]:.2f} times its measured time."
+        )
+    paper = [
+        (chapter, r["law"]["paper_seconds"], r["paper"])
+        for chapter, r in sorted(records.items())
+        if r.get("paper") is not None
+    ]
+    runs = [
+        f"`{chapter}` {law / p['cpu_seconds']:.2f}"
+        for chapter, law, p in paper
+        if "stopped_after" not in p
+    ]
+    stopped = [
+        f"`{chapter}` (still running after {p['stopped_after'] / law:.1f} times the law's time)"
+        for chapter, law, p in paper
+        if "stopped_after" in p
+    ]
+    if runs:
+        parts.append("At paper scale, law / measured: " + ", ".join(runs) + ".")
+    if stopped:
+        parts.append("Paper runs stopped at their limit: " + ", ".join(stopped) + ".")
+    return " ".join(parts)
+
+
 def without_law(records: dict[str, dict], order: list[str], points=DEFAULT_POINTS) -> str:
     """A Markdown list of the chapters without a record, each with why: the error
     :func:`check_points` gives at ``points`` (a size the chapter does not accept), else that no
