@@ -379,3 +379,11 @@ def test_law_summary_counts_what_the_records_say():
     assert laws.law_summary({}) == "No record yet."
     only = laws.law_summary({"c": _record("c")})
     assert only.endswith("within 1.00–1.00 times its measured time.")
+
+
+def test_law_figure_keeps_twenty_seven_chapters_apart():
+    names = [f"c{i}" for i in range(27)]
+    fig = laws.law_figure({n: _record(n) for n in names}, names)
+    runs = [line for line in fig.axes[0].get_lines() if line.get_linestyle() == "None"]
+    assert len(runs) == 27
+    assert len({(line.get_marker(), line.get_color()) for line in runs}) == 27

@@ -366,38 +366,47 @@ def without_law(records: dict[str, dict], order: list[str], points=DEFAULT_POINT
     return "\n".join(lines)
 
 
+#: Markers of the runs, cycled with the colours so that 20 chapters or more stay apart (the star
+#: and the triangle mark paper runs).
+_MARKERS = "osDvPX"
+
+
 def law_figure(records: dict[str, dict], order: list[str]):
-    """CPU seconds against ``t`` on a log axis: each chapter's runs (dots), its law extended to
+    """CPU seconds against ``t`` on a log axis: each chapter's runs (markers), its law extended to
     ``t = 1`` (line, dashed past the largest size measured) and its paper run where one was made
     (star; a triangle at the wall time after which a paper run was stopped)."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for chapter in [c for c in order if c in records]:
+    fig, ax = plt.subplots(figsize=(9, 4.8))
+    colours = plt.get_cmap("tab20").colors
+    for i, chapter in enumerate([c for c in order if c in records]):
         record = records[chapter]
         runs, law = record["runs"], record["law"]
+        colour = colours[i % len(colours)]
         ts = [r["t"] for r in runs]
-        (line,) = ax.plot(ts, [r["cpu_seconds"] for r in runs], "o", label=chapter)
+        ax.plot(
+            ts,
+            [r["cpu_seconds"] for r in runs],
+            _MARKERS[i % len(_MARKERS)],
+            color=colour,
+            label=chapter,
+        )
         last = max(ts)
         for lo, hi, style in ((min(ts), last, "-"), (last, 1.0, "--")):
             grid = [lo + (hi - lo) * i / 20 for i in range(21)]
             ax.plot(
-                grid,
-                [math.exp(law["a"] + law["b"] * t) for t in grid],
-                style,
-                color=line.get_color(),
-                lw=1,
+                grid, [math.exp(law["a"] + law["b"] * t) for t in grid], style, color=colour, lw=1
             )
         paper = record.get("paper")
         if paper is not None and "stopped_after" in paper:
-            ax.plot([1.0], [paper["stopped_after"]], "^", ms=9, color=line.get_color())
+            ax.plot([1.0], [paper["stopped_after"]], "^", ms=9, color=colour)
         elif paper is not None:
-            ax.plot([1.0], [paper["cpu_seconds"]], "*", ms=12, color=line.get_color())
+            ax.plot([1.0], [paper["cpu_seconds"]], "*", ms=12, color=colour)
     ax.set_yscale("log")
     ax.set_xlim(-0.02, 1.02)
     ax.set_xlabel("t  (0: default preset, 1: paper preset)")
     ax.set_ylabel("CPU seconds")
     if records:
-        ax.legend(fontsize=7, ncol=2)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     return fig
