@@ -145,7 +145,8 @@ class Chapter:
     ``checks`` are cross-parameter constraints: callables taking the resolved parameter dict and
     returning an error message (naming the parameter) or ``None``. ``snap`` moves a point between
     the presets (:func:`between`) to the nearest one the checks accept (a prime, a multiple): it
-    takes the parameter dict and returns the moved copy, and leaves each preset as it is.
+    takes the parameter dict and the point's ``t``, returns the moved copy, and leaves each preset
+    as it is.
     """
 
     id: str
@@ -154,7 +155,7 @@ class Chapter:
     params: Mapping[str, Spec]
     presets: Mapping[str, Mapping[str, Any]]
     checks: tuple = ()
-    snap: Callable[[dict], dict] | None = None
+    snap: Callable[[dict, float], dict] | None = None
 
     def __post_init__(self):
         missing = [s for s in SCALES if s not in self.presets]
@@ -314,7 +315,7 @@ def preset(chapter_id: str, scale: str | None = None, **overrides: Any) -> Confi
     return Config(chapter_id, scale, resolved)
 
 
-def _toward(start: float, end: float, t: float) -> float:
+def toward(start: float, end: float, t: float) -> float:
     """``start`` at ``t = 0``, ``end`` at ``t = 1``: geometric between two positive numbers (so a
     size grows by the same factor over each equal step of ``t``), linear otherwise."""
     if t == 0 or start == end:
@@ -328,13 +329,13 @@ def _toward(start: float, end: float, t: float) -> float:
 
 def _read_at(values: Sequence, j: int, n: int) -> float:
     """Item ``j`` of ``n`` evenly spaced positions along ``values`` (the first at its first item,
-    the last at its last), read between its neighbours with :func:`_toward`."""
+    the last at its last), read between its neighbours with :func:`toward`."""
     if n == 1 or len(values) == 1:
         return values[0]
     i, rest = divmod(j * (len(values) - 1), n - 1)
     if rest == 0:
         return values[i]
-    return _toward(values[i], values[i + 1], rest / (n - 1))
+    return toward(values[i], values[i + 1], rest / (n - 1))
 
 
 def between(chapter_id: str, t: float) -> dict[str, Any]:
@@ -342,7 +343,7 @@ def between(chapter_id: str, t: float) -> dict[str, Any]:
     (``t = 0``) to its ``paper`` preset (``t = 1``), validated; used to time a chapter at sizes
     between the two (``python -m companions law``).
 
-    - A number moves geometrically where both ends are positive (:func:`_toward`), else linearly;
+    - A number moves geometrically where both ends are positive (:func:`toward`), else linearly;
       an :class:`Int` is rounded.
     - A list's length moves the same way (rounded); its items are read at evenly spaced positions
       along the default list and along the paper list, and moved between the two. Integer items
@@ -365,17 +366,17 @@ def between(chapter_id: str, t: float) -> dict[str, Any]:
         if isinstance(spec, Choice):
             values[name] = b if t == 1 else a
         elif isinstance(spec, ListOf):
-            n = round(_toward(len(a), len(b), t))
-            items = [_toward(_read_at(a, j, n), _read_at(b, j, n), t) for j in range(n)]
+            n = round(toward(len(a), len(b), t))
+            items = [toward(_read_at(a, j, n), _read_at(b, j, n), t) for j in range(n)]
             if isinstance(spec.item, Int):
                 items = list(dict.fromkeys(round(v) for v in items))
             values[name] = items
         elif isinstance(spec, Int):
-            values[name] = round(_toward(a, b, t))
+            values[name] = round(toward(a, b, t))
         else:
-            values[name] = _toward(a, b, t)
+            values[name] = toward(a, b, t)
     if chapter.snap is not None:
-        values = chapter.snap(dict(values))
+        values = chapter.snap(dict(values), t)
     preset(chapter_id, "default", **values)
     return values
 

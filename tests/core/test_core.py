@@ -331,10 +331,10 @@ def test_between_keeps_a_choice_until_the_end(chapter, monkeypatch):
 
 
 def test_toward_is_linear_unless_both_ends_are_positive():
-    assert S._toward(0.0, 0.001, 0.5) == pytest.approx(0.0005)
-    assert S._toward(-2.0, 2.0, 0.25) == pytest.approx(-1.0)
-    assert S._toward(2.0, 8.0, 0.5) == pytest.approx(4.0)
-    assert S._toward(2.0, 8.0, 0) == 2.0 and S._toward(2.0, 8.0, 1) == 8.0
+    assert S.toward(0.0, 0.001, 0.5) == pytest.approx(0.0005)
+    assert S.toward(-2.0, 2.0, 0.25) == pytest.approx(-1.0)
+    assert S.toward(2.0, 8.0, 0.5) == pytest.approx(4.0)
+    assert S.toward(2.0, 8.0, 0) == 2.0 and S.toward(2.0, 8.0, 1) == 8.0
 
 
 def test_read_at_spreads_positions_over_the_list():
@@ -394,14 +394,14 @@ def test_between_rejects_a_point_the_chapter_does_not_accept(cleanup):
 def test_between_moves_a_point_where_the_chapter_snaps_it(cleanup):
     seen = []
 
-    def snap(values):
-        seen.append(dict(values))
+    def snap(values, t):
+        seen.append((dict(values), t))
         values["n"] = S.nearest_int(values["n"], lambda n: n % 2 == 1)
         return values
 
     _throwaway(snap=snap)
     assert S.between("_odd", 0.12) == {"n": 13}  # 14 is as near to 13 as to 15: the smaller
-    assert seen == [{"n": 14}]
+    assert seen == [({"n": 14}, 0.12)]
     assert S.between("_odd", 0.135) == {"n": 15}  # 14.8 rounds to 15
 
 
@@ -409,6 +409,19 @@ def test_every_book_chapter_accepts_the_points_between_its_presets():
     for chapter_id in S.chapters():
         for t in (0.05, 0.1, 0.2, 0.3, 0.5):
             S.between(chapter_id, t)
+
+
+def test_the_fourier_batch_moves_with_the_inputs_a_step_sees():
+    # fourier-training: full batch (0) over 11^2 = 121 inputs at default, 1024 at paper scale
+    points = {t: S.between("fourier-training", t) for t in (0.05, 0.1, 0.2)}
+    assert points[0.05]["batch"] == 0  # 121 * (1024 / 121)^0.05 = 134 >= 121 inputs: full
+    assert (points[0.1]["p"], points[0.1]["batch"]) == (13, round(121 * (1024 / 121) ** 0.1))
+    assert points[0.2]["batch"] == 0  # 186 >= 13^2 = 169
+    assert S.between("fourier-training", 1)["batch"] == 1024
+    # fourier-transformer: the full batch is the training split, half of p^k
+    middle = S.between("fourier-transformer", 0.2)
+    assert (middle["p"], middle["k"]) == (13, 3)
+    assert middle["batch"] == round(666 * (1024 / 666) ** 0.2) < round(0.5 * 13**3)
 
 
 def test_nearest_int():

@@ -156,7 +156,7 @@ def _check_fixed(p):
     return None
 
 
-def _snap_fixed(v: dict) -> dict:
+def _snap_fixed(v: dict, t: float) -> dict:
     """Between the presets (``companions.scale.between``): every ``k`` odd (parity labels)."""
     v["k"] = nearest_int(v["k"], lambda n: n % 2 == 1)
     v["bound_k_values"] = list(

@@ -68,7 +68,7 @@ def _checks(p):
     return None
 
 
-def _snap(v: dict) -> dict:
+def _snap(v: dict, t: float) -> dict:
     """Between the presets (``companions.scale.between``): ``k`` a power of two, ``N`` and
     ``n_test`` multiples of ``2k``, and every group size a divisor of ``k``."""
     v["k"] = nearest_int(v["k"], is_power_of_two)

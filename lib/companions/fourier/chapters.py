@@ -3,7 +3,16 @@
 from __future__ import annotations
 
 from companions.fourier.network import construction_width, is_odd_prime
-from companions.scale import Chapter, Float, Int, ListOf, nearest_int, register_chapter
+from companions.scale import (
+    Chapter,
+    Float,
+    Int,
+    ListOf,
+    get_chapter,
+    nearest_int,
+    register_chapter,
+    toward,
+)
 
 
 def _check_p(name: str, p: int):
@@ -50,24 +59,49 @@ def _prime(n: int) -> int:
     return nearest_int(n, is_odd_prime, low=3)
 
 
-def _snap_exact(v: dict) -> dict:
+def _snap_exact(v: dict, t: float) -> dict:
     """Between the presets (``companions.scale.between``): every modulus an odd prime."""
     v["p"] = _prime(v["p"])
     v["p_values"] = list(dict.fromkeys(_prime(q) for q in v["p_values"]))
     return v
 
 
-def _snap_training(v: dict) -> dict:
-    """Between the presets: ``p`` an odd prime, the batch at most ``p^k``."""
+def _batch(chapter_id: str, t: float, full_now: int, full_default: int) -> int:
+    """The batch a fraction ``t`` of the way between the presets, where the default preset trains
+    on the full batch (``batch`` 0, ``full_default`` inputs) and the paper preset on minibatches:
+    the number of inputs a step sees moves geometrically from ``full_default`` to the paper's
+    batch, and is the full batch again (0) where it reaches the ``full_now`` inputs there are.
+    (Moved as a plain number, 0 to 1024, a step would see far fewer inputs at ``t = 0.05`` than
+    at ``t = 0``.)"""
+    presets = get_chapter(chapter_id).presets
+    start, end = presets["default"]["batch"], presets["paper"]["batch"]
+    if t == 1 or start != 0:
+        return round(toward(start, end, t))
+    seen = round(toward(full_default, end, t))
+    return 0 if seen >= full_now else seen
+
+
+def _split_size(p: int, k: int, train_fraction: float) -> int:
+    """The inputs of the training split (``companions.fourier.transformer.split``)."""
+    return max(1, int(round(train_fraction * p**k)))
+
+
+def _snap_training(v: dict, t: float) -> dict:
+    """Between the presets: ``p`` an odd prime, the batch as :func:`_batch` says."""
     v["p"] = _prime(v["p"])
-    v["batch"] = min(v["batch"], v["p"] ** v["k"])
+    default = get_chapter("fourier-training").presets["default"]
+    v["batch"] = _batch("fourier-training", t, v["p"] ** v["k"], default["p"] ** default["k"])
     return v
 
 
-def _snap_transformer(v: dict) -> dict:
-    """Between the presets: every modulus an odd prime."""
+def _snap_transformer(v: dict, t: float) -> dict:
+    """Between the presets: every modulus an odd prime, the batch as :func:`_batch` says."""
     v["p"] = _prime(v["p"])
     v["grok_p"] = [_prime(q) for q in v["grok_p"]]
+    default = get_chapter("fourier-transformer").presets["default"]
+    full_default = _split_size(default["p"], default["k"], default["train_fraction"])
+    full_now = _split_size(v["p"], v["k"], v["train_fraction"])
+    v["batch"] = _batch("fourier-transformer", t, full_now, full_default)
     return v
 
 

@@ -61,7 +61,7 @@ _COMMON = dict(
 )
 
 
-def _snap(v: dict) -> dict:
+def _snap(v: dict, t: float) -> dict:
     """Between the presets (``companions.scale.between``): ``heads`` a multiple of ``kv_heads``,
     ``width`` a multiple of ``heads``."""
     v["heads"] = nearest_int(v["heads"], lambda n: n % v["kv_heads"] == 0)

@@ -23,7 +23,7 @@ def _odd(n: int) -> bool:
     return n % 2 == 1
 
 
-def _snap_framework(v: dict) -> dict:
+def _snap_framework(v: dict, t: float) -> dict:
     """Between the presets (``companions.scale.between``): ``r`` even."""
     v["r"] = nearest_int(v["r"], _even, low=2)
     return v
@@ -227,7 +227,7 @@ def _check_parities(p):
     return None
 
 
-def _snap_parities(v: dict) -> dict:
+def _snap_parities(v: dict, t: float) -> dict:
     """Between the presets: every ``r`` odd, ``uniform_k`` even, ``uniform_d`` and ``enum_d``
     odd."""
     v["r_values"] = list(dict.fromkeys(nearest_int(r, _odd) for r in v["r_values"]))

@@ -150,7 +150,7 @@ def _check_parity(p):
     return None
 
 
-def _snap_parity(v: dict) -> dict:
+def _snap_parity(v: dict, t: float) -> dict:
     """Between the presets (``companions.scale.between``): ``k``, ``d_eval`` and every dimension
     powers of two (each dimension at least 4)."""
     for name in ("k", "d_eval"):

@@ -31,7 +31,7 @@ def _check_parameter_pairs(p):
     return None
 
 
-def _snap(v: dict) -> dict:
+def _snap(v: dict, t: float) -> dict:
     """Between the presets (``companions.scale.between``): the source's case ``r = 2s``."""
     v["r"] = 2 * v["s"]
     return v
