@@ -372,11 +372,14 @@ def test_law_summary_counts_what_the_records_say():
     assert b["held_out"] == pytest.approx(12.1 / 12) and 20 < b["paper_seconds"] < 30
     assert laws.law_summary(records) == (
         "3 chapter(s) have a record. Held out, the law fitted to the smaller sizes predicts the "
-        "largest within 1.00–1.01 times its measured time. At paper scale, law / measured: `a` "
+        "largest within 1.00–1.01 times its measured time. The law was too low in 1 of the 2 "
+        "paper run(s) made. At paper scale, law / measured: `a` "
         f"2.00. Paper runs stopped at their limit: `b` (still running after "
         f"{600 / b['paper_seconds']:.1f} times the law's time)."
     )
     assert laws.law_summary({}) == "No record yet."
+    low = {"a": _record("a", paper={"cpu_seconds": 10240.5})}  # the law says 10240 s
+    assert "too low in 1 of the 1 paper run(s)" in laws.law_summary(low)
     only = laws.law_summary({"c": _record("c")})
     assert only.endswith("within 1.00–1.00 times its measured time.")
 

@@ -340,6 +340,9 @@ def law_summary(records: dict[str, dict]) -> str:
         for chapter, law, p in paper
         if "stopped_after" in p
     ]
+    if paper:
+        low = sum("stopped_after" in p or law < p["cpu_seconds"] for _, law, p in paper)
+        parts.append(f"The law was too low in {low} of the {len(paper)} paper run(s) made.")
     if runs:
         parts.append("At paper scale, law / measured: " + ", ".join(runs) + ".")
     if stopped:
