@@ -48,6 +48,16 @@ def test_split_is_partition_and_training_fits():
     assert hist.first_step("train_acc", 0.99) is not None
 
 
+def test_split_size_rounds_to_nearest_and_keeps_one_input():
+    assert ft.split_size(5, 2, 0.6) == 15
+    assert ft.split_size(3, 2, 0.7) == 6  # 6.3
+    assert ft.split_size(3, 3, 0.5) == 14  # 13.5 rounds to even
+    assert ft.split_size(7, 2, 0.0) == 1
+    assert ft.split_size(7, 2, 1.0) == 49
+    for p, k, f in [(5, 2, 0.6), (3, 2, 0.0), (7, 3, 0.35)]:
+        assert len(ft.split(p, k, f, torch.Generator().manual_seed(0))[0]) == ft.split_size(p, k, f)
+
+
 def test_bad_parameters():
     import companions
 

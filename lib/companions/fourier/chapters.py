@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from companions.fourier.network import construction_width, is_odd_prime
+from companions.fourier.transformer import split_size
 from companions.scale import (
     Chapter,
     Float,
@@ -66,14 +67,13 @@ def _snap_exact(v: dict, t: float) -> dict:
     return v
 
 
-def _batch(chapter_id: str, t: float, full_now: int, full_default: int) -> int:
-    """The batch a fraction ``t`` of the way between the presets, where the default preset trains
-    on the full batch (``batch`` 0, ``full_default`` inputs) and the paper preset on minibatches:
-    the number of inputs a step sees moves geometrically from ``full_default`` to the paper's
-    batch, and is the full batch again (0) where it reaches the ``full_now`` inputs there are.
-    (Moved as a plain number, 0 to 1024, a step would see far fewer inputs at ``t = 0.05`` than
-    at ``t = 0``.)"""
-    presets = get_chapter(chapter_id).presets
+def _batch(presets: dict, t: float, full_now: int, full_default: int) -> int:
+    """The batch a fraction ``t`` of the way between the ``presets``, where the default preset
+    trains on the full batch (``batch`` 0, ``full_default`` inputs) and the paper preset on
+    minibatches: the number of inputs a step sees moves geometrically from ``full_default`` to
+    the paper's batch, and is the full batch again (0) where it reaches the ``full_now`` inputs
+    there are. (Moved as a plain number, 0 to 1024, a step would see far fewer inputs at
+    ``t = 0.05`` than at ``t = 0``.)"""
     start, end = presets["default"]["batch"], presets["paper"]["batch"]
     if t == 1 or start != 0:
         return round(toward(start, end, t))
@@ -81,16 +81,12 @@ def _batch(chapter_id: str, t: float, full_now: int, full_default: int) -> int:
     return 0 if seen >= full_now else seen
 
 
-def _split_size(p: int, k: int, train_fraction: float) -> int:
-    """The inputs of the training split (``companions.fourier.transformer.split``)."""
-    return max(1, int(round(train_fraction * p**k)))
-
-
 def _snap_training(v: dict, t: float) -> dict:
     """Between the presets: ``p`` an odd prime, the batch as :func:`_batch` says."""
     v["p"] = _prime(v["p"])
-    default = get_chapter("fourier-training").presets["default"]
-    v["batch"] = _batch("fourier-training", t, v["p"] ** v["k"], default["p"] ** default["k"])
+    presets = get_chapter("fourier-training").presets
+    default = presets["default"]
+    v["batch"] = _batch(presets, t, v["p"] ** v["k"], default["p"] ** default["k"])
     return v
 
 
@@ -98,10 +94,11 @@ def _snap_transformer(v: dict, t: float) -> dict:
     """Between the presets: every modulus an odd prime, the batch as :func:`_batch` says."""
     v["p"] = _prime(v["p"])
     v["grok_p"] = [_prime(q) for q in v["grok_p"]]
-    default = get_chapter("fourier-transformer").presets["default"]
-    full_default = _split_size(default["p"], default["k"], default["train_fraction"])
-    full_now = _split_size(v["p"], v["k"], v["train_fraction"])
-    v["batch"] = _batch("fourier-transformer", t, full_now, full_default)
+    presets = get_chapter("fourier-transformer").presets
+    default = presets["default"]
+    full_default = split_size(default["p"], default["k"], default["train_fraction"])
+    full_now = split_size(v["p"], v["k"], v["train_fraction"])
+    v["batch"] = _batch(presets, t, full_now, full_default)
     return v
 
 

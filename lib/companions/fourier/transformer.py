@@ -151,12 +151,18 @@ class History:
         return next((s for s, v in zip(self.steps, values) if v >= level), None)
 
 
+def split_size(p: int, k: int, train_fraction: float) -> int:
+    """The number of training inputs :func:`split` takes: ``train_fraction`` of the ``p^k``,
+    rounded, and at least one."""
+    return max(1, int(round(train_fraction * p**k)))
+
+
 def split(p: int, k: int, train_fraction: float, generator: torch.Generator, device="cpu"):
     """All ``p^k`` inputs, shuffled by ``generator`` and split:
-    ``(a_train, y_train, a_test, y_test)``."""
+    ``(a_train, y_train, a_test, y_test)``; the training part has :func:`split_size` inputs."""
     a, y = dataset(p, k)
     perm = torch.randperm(len(a), generator=generator)
-    n = max(1, int(round(train_fraction * len(a))))
+    n = split_size(p, k, train_fraction)
     tr, te = perm[:n], perm[n:]
     return a[tr].to(device), y[tr].to(device), a[te].to(device), y[te].to(device)
 
