@@ -117,6 +117,28 @@ def find_root(start: str | os.PathLike | None = None) -> Path | None:
     return None
 
 
+def write_json_atomically(path: str | os.PathLike, data) -> Path:
+    """Write ``data`` to ``path`` as strict JSON (no NaN or infinity), creating its folder: through
+    a temporary file beside it, renamed over ``path`` in one step, so a reader never sees half a
+    file and a failure leaves nothing behind."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(data, fh, indent=1, allow_nan=False)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def root_or_cwd() -> Path:
+    """The repository root (:func:`find_root`) above the current folder, else the current folder."""
+    return find_root() or Path.cwd()
+
+
 def default_dir() -> Path:
     """Where ledgers go when a chapter is not told: ``$BOOK_LEDGER_DIR``, else
     ``<root>/_build/ledger`` (so a book build gathers all chapters in one place), else
@@ -271,6 +293,7 @@ class Ledger:
         return [c for c in self.claims if c["status"] == "fails"]
 
     def as_dict(self) -> dict:
+        dry_run = _dry_run_record()  # a dry run keeps its loops there, not in "loops"
         return {
             "chapter": self.chapter,
             "scale": self.scale,
@@ -282,24 +305,14 @@ class Ledger:
             "peak_memory_mb": peak_memory_mb(),
             "threads": _torch_threads(),
             "python": sys.executable,
-            **_dry_run_record(),
-            **_loops_record(),
+            **dry_run,
+            **({} if dry_run else _loops_record()),
             "claims": self.claims,
         }
 
     def write(self) -> Path:
         """Write ``<dir>/<chapter>.json`` atomically (a reader never sees half a ledger)."""
-        self.dir.mkdir(parents=True, exist_ok=True)
-        target = self.path
-        fd, tmp = tempfile.mkstemp(dir=self.dir, prefix=f".{self.chapter}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w") as fh:
-                json.dump(self.as_dict(), fh, indent=1, allow_nan=False)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return target
+        return write_json_atomically(self.path, self.as_dict())
 
     def table(self) -> str:
         """The claims as a markdown table (headed as a dry run in a dry run)."""
@@ -360,11 +373,11 @@ def _dry_run_record() -> dict:
 
 
 def _loops_record() -> dict:
-    """``{"loops": [...]}`` in a real run that tracked loops (``companions.train.tracked_loops``:
-    each with the time of its first step and of all its steps), else ``{}``; a dry run keeps its
-    loops in ``dry_run``."""
+    """``{"loops": [...]}`` in a run that tracked loops (``companions.train.tracked_loops``: each
+    with the time of its first step and of all its steps), else ``{}``. :meth:`Ledger.as_dict`
+    asks only outside a dry run, which keeps its loops in ``dry_run``."""
     train = sys.modules.get("companions.train")  # not imported: no loop was tracked
-    if train is None or _dry_run_record():
+    if train is None:
         return {}
     loops = train.tracked_loops()
     return {"loops": loops} if loops else {}

@@ -234,3 +234,26 @@ def test_load_accepts_exactly_a_chapter_ledger(tmp_path):
         (tmp_path / "b.json").write_text(json.dumps(bad))
         with pytest.raises(ValueError, match="is not a chapter ledger .* move it out of"):
             L.load(tmp_path)
+
+
+def test_write_json_atomically_makes_the_folder_and_leaves_only_the_file(tmp_path):
+    path = L.write_json_atomically(tmp_path / "a" / "b" / "record.json", {"n": [1, 2]})
+    assert path == tmp_path / "a" / "b" / "record.json"
+    assert path.read_text() == '{\n "n": [\n  1,\n  2\n ]\n}'
+    assert [p.name for p in path.parent.iterdir()] == ["record.json"]
+    L.write_json_atomically(path, {"n": 3})  # over an existing file
+    assert json.loads(path.read_text()) == {"n": 3}
+    with pytest.raises(ValueError):
+        L.write_json_atomically(path, {"n": float("inf")})
+    assert json.loads(path.read_text()) == {"n": 3}
+    assert [p.name for p in path.parent.iterdir()] == ["record.json"]
+
+
+def test_root_or_cwd(tmp_path, monkeypatch):
+    (tmp_path / "book").mkdir()
+    (tmp_path / "book" / "_toc.yml").write_text("format: jb-book\n")
+    (tmp_path / "book" / "deep").mkdir()
+    monkeypatch.chdir(tmp_path / "book" / "deep")
+    assert L.root_or_cwd() == (tmp_path / "book").resolve()
+    monkeypatch.chdir(tmp_path)
+    assert L.root_or_cwd() == tmp_path

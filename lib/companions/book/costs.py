@@ -24,8 +24,7 @@ def smoke_dir() -> Path:
     ``<root>/_build/smoke-ledger``."""
     if os.environ.get(ledger_mod.SMOKE_LEDGER_ENV):
         return Path(os.environ[ledger_mod.SMOKE_LEDGER_ENV])
-    root = ledger_mod.find_root()
-    return (root or Path.cwd()) / "_build" / "smoke-ledger"
+    return ledger_mod.root_or_cwd() / "_build" / "smoke-ledger"
 
 
 #: Where the tests keep the paper presets' dry-run ledgers (tests/book/test_paper_dry_run.py).
@@ -37,8 +36,7 @@ def dry_run_dir() -> Path:
     ``<root>/_build/dry-run-ledger``."""
     if os.environ.get(DRY_RUN_LEDGER_ENV):
         return Path(os.environ[DRY_RUN_LEDGER_ENV])
-    root = ledger_mod.find_root()
-    return (root or Path.cwd()) / "_build" / "dry-run-ledger"
+    return ledger_mod.root_or_cwd() / "_build" / "dry-run-ledger"
 
 
 def dry_runs(folder: str | os.PathLike | None = None) -> dict[str, dict]:

@@ -233,28 +233,26 @@ def measure(
     }
 
 
-def save(record: dict, folder: str | os.PathLike | None = None) -> Path:
-    """Write ``record`` to ``<folder>/<chapter>.json`` (default :data:`LAW_DIR` under the
-    repository root), atomically."""
+def law_dir() -> Path:
+    """Where the records are kept: :data:`LAW_DIR` under the repository root (found above the
+    package, else above the current folder)."""
     from companions.book.cli import repository_root
 
-    folder = Path(folder) if folder is not None else repository_root() / LAW_DIR
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{record['chapter']}.json"
-    partial = path.with_suffix(".json.partial")
-    partial.write_text(json.dumps(record, indent=1) + "\n")
-    partial.replace(path)
-    return path
+    return repository_root() / LAW_DIR
+
+
+def save(record: dict, folder: str | os.PathLike | None = None) -> Path:
+    """Write ``record`` to ``<folder>/<chapter>.json`` (default :func:`law_dir`), atomically."""
+    from companions.ledger import write_json_atomically
+
+    folder = Path(folder) if folder is not None else law_dir()
+    return write_json_atomically(folder / f"{record['chapter']}.json", record)
 
 
 def load(folder: str | os.PathLike | None = None) -> dict[str, dict]:
-    """Every record in ``folder`` (default :data:`LAW_DIR` under the repository root), by
-    chapter."""
-    from companions import ledger as ledger_mod
-
+    """Every record in ``folder`` (default :func:`law_dir`), by chapter."""
     if folder is None:
-        root = ledger_mod.find_root()
-        folder = (root or Path.cwd()) / LAW_DIR
+        folder = law_dir()
     folder = Path(folder)
     if not folder.is_dir():
         return {}
@@ -396,7 +394,7 @@ def law_figure(records: dict[str, dict], order: list[str]):
         )
         last = max(ts)
         for lo, hi, style in ((min(ts), last, "-"), (last, 1.0, "--")):
-            grid = [lo + (hi - lo) * i / 20 for i in range(21)]
+            grid = [lo + (hi - lo) * step / 20 for step in range(21)]
             ax.plot(
                 grid, [math.exp(law["a"] + law["b"] * t) for t in grid], style, color=colour, lw=1
             )
