@@ -326,6 +326,21 @@ def test_execute_chapter_failure_keeps_the_partial_notebook(tiny_chapter, tmp_pa
     assert statuses["asked-to-fail"] == "fails"
 
 
+def test_a_kernel_that_dies_is_a_chapter_error_naming_it(tiny_chapter, tmp_path, monkeypatch):
+    """Out of memory or killed: an error of the chapter's, not nbclient's traceback."""
+    import papermill
+    from nbclient.exceptions import DeadKernelError
+
+    def dies(*args, **kwargs):
+        raise DeadKernelError("Kernel died")
+
+    monkeypatch.setattr(papermill, "execute_notebook", dies)
+    with pytest.raises(cli.ChapterExecutionError, match="kernel died") as err:
+        cli.execute_chapter(CHAPTER_ID, "smoke", tmp_path / "out", device="cpu", progress=False)
+    assert err.value.ename == "DeadKernelError"
+    assert CHAPTER_ID in str(err.value)
+
+
 def test_execute_chapter_keeps_a_callers_kernel_with_the_chapters_state(tiny_chapter, tmp_path):
     """``kernel=``: a run that ends leaves the kernel running, holding the chapter's names; a run
     that fails shuts it down."""

@@ -167,6 +167,7 @@ def execute_chapter(
     import jupytext
     import nbformat
     import papermill
+    from nbclient.exceptions import DeadKernelError
     from papermill.exceptions import PapermillExecutionError
 
     params = dict(params or {})
@@ -213,6 +214,19 @@ def execute_chapter(
             executed,
             ledger_path,
             err.ename,
+        ) from err
+    except DeadKernelError as err:
+        _stop(kernel)
+        raise ChapterExecutionError(
+            f"chapter {chapter_id!r} stopped: its kernel died ({err}). Out of memory, or killed?"
+            + (
+                f"\nThe executed notebook, as far as it got, is {executed}"
+                if executed.is_file()
+                else ""
+            ),
+            executed,
+            ledger_path,
+            "DeadKernelError",
         ) from err
     except BaseException:
         _stop(kernel)
