@@ -131,7 +131,7 @@ def test_measure_runs_every_point_and_fits_the_law(clock, monkeypatch):
     )
     assert record["law"]["paper_seconds"] == pytest.approx(20)
     assert record["paper"] is None and record["chapter"] == CHAPTER and record["threads"] == 1
-    assert record["machine"] and record["measured"]
+    assert record["machine"] and record["measured"] and record["paper_under"] is None
 
 
 def test_measure_runs_the_paper_preset_only_when_the_law_allows(clock):
@@ -139,7 +139,7 @@ def test_measure_runs_the_paper_preset_only_when_the_law_allows(clock):
     assert record["paper"] is None and len(clock) == 3
     record = laws.measure(CHAPTER, (0.0, 0.1, 0.2), paper_under=20.1, progress=False)
     assert record["paper"]["t"] == "paper" and record["paper"]["cpu_seconds"] == 20.0
-    assert clock[-1][1] == "paper"
+    assert clock[-1][1] == "paper" and record["paper_under"] == 20.1
 
 
 @pytest.mark.parametrize(
@@ -378,6 +378,13 @@ def test_law_summary_counts_what_the_records_say():
         f"{600 / b['paper_seconds']:.1f} times the law's time)."
     )
     assert laws.law_summary({}) == "No record yet."
+    records["a"]["paper_under"] = records["b"]["paper_under"] = 300
+    assert (
+        "time. A paper run was made where the law predicted at most 300 CPU s (`--paper-under`), "
+        "and stopped if still running after 2 times that. The law was too low"
+    ) in laws.law_summary(records)
+    records["c"]["paper_under"] = 12.5
+    assert "at most 12.5 or 300 CPU s" in laws.law_summary(records)
     low = {"a": _record("a", paper={"cpu_seconds": 10240.5})}  # the law says 10240 s
     assert "too low in 1 of the 1 paper run(s)" in laws.law_summary(low)
     only = laws.law_summary({"c": _record("c")})

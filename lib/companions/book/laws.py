@@ -229,6 +229,7 @@ def measure(
         "threads": threads,
         "runs": runs,
         "law": law,
+        "paper_under": paper_under,
         "paper": paper,
     }
 
@@ -338,6 +339,14 @@ def law_summary(records: dict[str, dict]) -> str:
         for chapter, law, p in paper
         if "stopped_after" in p
     ]
+    limits = sorted({r["paper_under"] for r in records.values() if r.get("paper_under")})
+    if limits:
+        parts.append(
+            "A paper run was made where the law predicted at most "
+            + " or ".join(f"{limit:g}" for limit in limits)
+            + " CPU s (`--paper-under`), and stopped if still running after "
+            + f"{PAPER_LIMIT:g} times that."
+        )
     if paper:
         low = sum("stopped_after" in p or law < p["cpu_seconds"] for _, law, p in paper)
         parts.append(f"The law was too low in {low} of the {len(paper)} paper run(s) made.")
