@@ -383,7 +383,8 @@ def between(chapter_id: str, t: float) -> dict[str, Any]:
 
 def nearest_int(value: int, accepts: Callable[[int], bool], low: int = 1) -> int:
     """The integer nearest ``value``, at least ``low``, that ``accepts`` takes (the smaller of two
-    as near); for :attr:`Chapter.snap`."""
+    as near), searched up to ``10 max(value, low) + 99`` away, else ``ValueError``; for
+    :attr:`Chapter.snap`."""
     for step in range(10 * max(value, low) + 100):
         for candidate in (value - step, value + step):
             if candidate >= low and accepts(candidate):

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import sys
 
 import numpy as np
@@ -335,6 +336,9 @@ def test_toward_is_linear_unless_both_ends_are_positive():
     assert S.toward(-2.0, 2.0, 0.25) == pytest.approx(-1.0)
     assert S.toward(2.0, 8.0, 0.5) == pytest.approx(4.0)
     assert S.toward(2.0, 8.0, 0) == 2.0 and S.toward(2.0, 8.0, 1) == 8.0
+    assert S.toward(4, 0, 0.5) == 2  # an end at zero: linear, not 4 * 0^0.5
+    same = S.toward(3, 3, 0.5)  # a value both presets share is kept as it is
+    assert same == 3 and type(same) is int
 
 
 def test_read_at_spreads_positions_over_the_list():
@@ -354,8 +358,14 @@ def test_between_drops_repeated_integer_items(chapter, monkeypatch):
 
 @pytest.mark.parametrize("t", [-0.1, 1.5, True, "0.5", float("nan")])
 def test_between_names_a_bad_fraction(chapter, t):
-    with pytest.raises(ValueError, match="parameter 't'"):
+    expected = re.escape(f"parameter 't' = {t!r} is not allowed: expected a real number in [0, 1]")
+    with pytest.raises(ValueError, match=f"^{expected}$"):
         S.between(CHAPTER_ID, t)
+
+
+def test_between_does_not_read_the_scale_from_the_environment(chapter, monkeypatch):
+    monkeypatch.setenv(S.SCALE_ENV, "no-such-scale")
+    assert S.between(CHAPTER_ID, 0) == PRESETS["default"]
 
 
 def _odd_n(p):
@@ -435,6 +445,10 @@ def test_nearest_int():
     )
     with pytest.raises(ValueError, match="no integer near 3"):
         S.nearest_int(3, lambda n: False)
+    # the search reaches 10 max(value, low) + 99 either side of value, and no further
+    assert S.nearest_int(5, lambda n: n == 154) == 154
+    with pytest.raises(ValueError, match="no integer near 5"):
+        S.nearest_int(5, lambda n: n == 155)
 
 
 def test_is_power_of_two():
