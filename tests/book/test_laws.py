@@ -134,6 +134,11 @@ def test_measure_runs_every_point_and_fits_the_law(clock, monkeypatch):
     assert record["machine"] and record["measured"] and record["paper_under"] is None
 
 
+def test_measure_records_the_commit_the_runs_started_from(clock, monkeypatch):
+    monkeypatch.setattr(laws, "_commit", lambda root: f"after {len(clock)} run(s)")
+    assert laws.measure(CHAPTER, progress=False)["commit"] == "after 0 run(s)"
+
+
 def test_measure_runs_the_paper_preset_only_when_the_law_allows(clock):
     record = laws.measure(CHAPTER, (0.0, 0.1, 0.2), paper_under=19.9, progress=False)
     assert record["paper"] is None and len(clock) == 3

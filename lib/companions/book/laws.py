@@ -209,6 +209,7 @@ def measure(
             f"parameter 'paper_under' = {paper_under!r} is not allowed: expected seconds > 0"
         )
     params = check_points(chapter_id, points)
+    commit = _commit(repository_root())  # before the runs: the code they ran
     runs = []
     with _threads(threads), tempfile.TemporaryDirectory(prefix="companions-law-") as tmp:
         for i in tqdm(range(len(points)), desc=f"{chapter_id}: sizes", disable=not progress):
@@ -220,11 +221,10 @@ def measure(
             limit = PAPER_LIMIT * paper_under
             led = _run(chapter_id, "paper", None, Path(tmp) / "paper", limit=limit)
             paper = {"t": "paper", "stopped_after": limit} if led is None else _point("paper", led)
-    root = repository_root()
     return {
         "chapter": chapter_id,
         "measured": datetime.date.today().isoformat(),
-        "commit": _commit(root),
+        "commit": commit,
         "machine": machine(),
         "threads": threads,
         "runs": runs,
