@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 
 import matplotlib
 import pytest
@@ -402,3 +403,47 @@ def test_law_figure_keeps_the_chapters_of_a_doubled_book_apart():
     runs = [line for line in fig.axes[0].get_lines() if line.get_linestyle() == "None"]
     assert len(runs) == 50
     assert len({(line.get_marker(), line.get_color()) for line in runs}) == 50
+
+
+def test_measure_paper_remakes_only_the_paper_run(clock, monkeypatch):
+    monkeypatch.setattr(laws, "_commit", lambda root: "abc1234")
+    first = laws.measure(CHAPTER, (0.0, 0.1, 0.2), paper_under=19.9, progress=False)
+    assert first["paper"] is None and len(clock) == 3  # the law says 20 s
+    again = laws.measure_paper(first, 20.1)
+    assert [c[1] for c in clock] == ["default"] * 3 + ["paper"]
+    assert clock[-1][3] == str(first["threads"])
+    assert again["paper"]["cpu_seconds"] == 20.0 and again["paper_under"] == 20.1
+    assert again["paper"]["commit"] == "abc1234" and again["paper"]["measured"]
+    assert {k: v for k, v in again.items() if k not in ("paper", "paper_under")} == {
+        k: v for k, v in first.items() if k not in ("paper", "paper_under")
+    }
+
+
+@pytest.mark.parametrize(
+    "paper_under, message",
+    [
+        (19.9, "'paper_under' = 19.9 is not allowed for 'looped-gd': its law predicts 20 CPU s"),
+        (None, "'paper_under' = None"),
+        (0, "'paper_under' = 0"),
+    ],
+)
+def test_measure_paper_refuses_before_running(clock, paper_under, message):
+    record = laws.measure(CHAPTER, (0.0, 0.1, 0.2), progress=False)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        laws.measure_paper(record, paper_under)
+    assert len(clock) == 3
+
+
+def test_cli_law_paper_only(clock, tmp_path, capsys):
+    args = ["law", CHAPTER, "--paper-only", "--paper-under", "30", "--out", str(tmp_path)]
+    assert cli.main(args) == 2
+    assert f"chapter '{CHAPTER}' has no record in {tmp_path}" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == [] and clock == []
+    assert cli.main(["law", CHAPTER, "--at", "0", "0.1", "0.2", "--out", str(tmp_path)]) == 0
+    assert cli.main([*args, "--at", "0", "0.1"]) == 2
+    assert "takes no --at or --threads" in capsys.readouterr().err
+    assert cli.main(args) == 0
+    assert "paper run: 20.0 CPU s" in capsys.readouterr().out
+    saved = laws.load(tmp_path)[CHAPTER]
+    assert saved["paper_under"] == 30 and saved["paper"]["cpu_seconds"] == 20.0
+    assert [c[1] for c in clock] == ["default"] * 3 + ["paper"]

@@ -815,6 +815,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="folder of the record <chapter>.json (default: book/data/scaling-laws)",
     )
+    p_law.add_argument(
+        "--paper-only",
+        action="store_true",
+        help="keep the chapter's record and make its paper run again under --paper-under "
+        "(a run a smaller --paper-under stopped or never made)",
+    )
     p_law.add_argument("--quiet", action="store_true", help="no progress bar")
     p_law.set_defaults(func=cmd_law)
 
@@ -853,17 +859,37 @@ def cmd_mutate(args) -> int:
     return mutation.run(args.modules, report_only=args.report_only, time_limit=args.time_limit)
 
 
+def _law_record(args) -> dict:
+    """The kept record that ``law --paper-only`` runs the paper preset of."""
+    from companions.book import laws
+
+    if args.at is not None or args.threads is not None:
+        raise ValueError(
+            "--paper-only keeps the record's sizes and threads: it takes no --at or --threads"
+        )
+    record = laws.load(args.out).get(args.chapter)
+    if record is None:
+        raise ValueError(
+            f"--paper-only: chapter {args.chapter!r} has no record in "
+            f"{args.out or laws.law_dir()} yet; make one without --paper-only first"
+        )
+    return record
+
+
 def cmd_law(args) -> int:
     from companions.book import laws
 
     try:
-        record = laws.measure(
-            args.chapter,
-            laws.DEFAULT_POINTS if args.at is None else args.at,
-            laws.DEFAULT_THREADS if args.threads is None else args.threads,
-            paper_under=args.paper_under,
-            progress=not args.quiet,
-        )
+        if args.paper_only:
+            record = laws.measure_paper(_law_record(args), args.paper_under)
+        else:
+            record = laws.measure(
+                args.chapter,
+                laws.DEFAULT_POINTS if args.at is None else args.at,
+                laws.DEFAULT_THREADS if args.threads is None else args.threads,
+                paper_under=args.paper_under,
+                progress=not args.quiet,
+            )
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -193,9 +193,36 @@ def measure(
     Every point is validated first (:func:`check_points`)."""
     from tqdm.auto import tqdm
 
-    from companions import ledger as ledger_mod
     from companions.book.cli import repository_root
     from companions.book.costs import machine
+
+    _refuse_bad_settings(threads, paper_under)
+    params = check_points(chapter_id, points)
+    commit = _commit(repository_root())  # before the runs: the code they ran
+    runs = []
+    with _threads(threads), tempfile.TemporaryDirectory(prefix="companions-law-") as tmp:
+        for i in tqdm(range(len(points)), desc=f"{chapter_id}: sizes", disable=not progress):
+            led = _run(chapter_id, "default", params[i], Path(tmp) / str(i))
+            runs.append(_point(points[i], led))
+        law = fit([r["t"] for r in runs], [r["cpu_seconds"] for r in runs])
+        paper = None
+        if paper_under is not None and law["paper_seconds"] <= paper_under:
+            paper = _paper_run(chapter_id, paper_under, Path(tmp) / "paper")
+    return {
+        "chapter": chapter_id,
+        "measured": datetime.date.today().isoformat(),
+        "commit": commit,
+        "machine": machine(),
+        "threads": threads,
+        "runs": runs,
+        "law": law,
+        "paper_under": paper_under,
+        "paper": paper,
+    }
+
+
+def _refuse_bad_settings(threads: int, paper_under: float | None) -> None:
+    from companions import ledger as ledger_mod
 
     if os.environ.get(ledger_mod.DRY_RUN_ENV):
         raise ValueError(
@@ -208,30 +235,37 @@ def measure(
         raise ValueError(
             f"parameter 'paper_under' = {paper_under!r} is not allowed: expected seconds > 0"
         )
-    params = check_points(chapter_id, points)
-    commit = _commit(repository_root())  # before the runs: the code they ran
-    runs = []
-    with _threads(threads), tempfile.TemporaryDirectory(prefix="companions-law-") as tmp:
-        for i in tqdm(range(len(points)), desc=f"{chapter_id}: sizes", disable=not progress):
-            led = _run(chapter_id, "default", params[i], Path(tmp) / str(i))
-            runs.append(_point(points[i], led))
-        law = fit([r["t"] for r in runs], [r["cpu_seconds"] for r in runs])
-        paper = None
-        if paper_under is not None and law["paper_seconds"] <= paper_under:
-            limit = PAPER_LIMIT * paper_under
-            led = _run(chapter_id, "paper", None, Path(tmp) / "paper", limit=limit)
-            paper = {"t": "paper", "stopped_after": limit} if led is None else _point("paper", led)
-    return {
-        "chapter": chapter_id,
-        "measured": datetime.date.today().isoformat(),
-        "commit": commit,
-        "machine": machine(),
-        "threads": threads,
-        "runs": runs,
-        "law": law,
-        "paper_under": paper_under,
-        "paper": paper,
-    }
+
+
+def _paper_run(chapter_id: str, paper_under: float, out: Path) -> dict:
+    """The paper preset run to its end, or stopped after :data:`PAPER_LIMIT` × ``paper_under``
+    seconds (wall)."""
+    limit = PAPER_LIMIT * paper_under
+    led = _run(chapter_id, "paper", None, out, limit=limit)
+    return {"t": "paper", "stopped_after": limit} if led is None else _point("paper", led)
+
+
+def measure_paper(record: dict, paper_under: float) -> dict:
+    """``record`` with its paper run made again under a new ``paper_under`` (with the record's
+    threads), where its law predicts at most that many CPU seconds; the sizes' runs and the law
+    are kept, and the paper run carries its own date and commit. For a paper run that a smaller
+    ``paper_under`` stopped, or never made."""
+    from companions.book.cli import repository_root
+
+    if paper_under is None:
+        raise ValueError("parameter 'paper_under' = None is not allowed: expected seconds > 0")
+    _refuse_bad_settings(record["threads"], paper_under)
+    law = record["law"]["paper_seconds"]
+    if law > paper_under:
+        raise ValueError(
+            f"parameter 'paper_under' = {paper_under:g} is not allowed for "
+            f"{record['chapter']!r}: its law predicts {law:.3g} CPU s at paper scale, more"
+        )
+    commit = _commit(repository_root())
+    with _threads(record["threads"]), tempfile.TemporaryDirectory(prefix="companions-law-") as tmp:
+        paper = _paper_run(record["chapter"], paper_under, Path(tmp))
+    paper.update(measured=datetime.date.today().isoformat(), commit=commit)
+    return {**record, "paper_under": paper_under, "paper": paper}
 
 
 def law_dir() -> Path:
