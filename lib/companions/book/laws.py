@@ -259,7 +259,8 @@ def measure_paper(record: dict, paper_under: float) -> dict:
     if law > paper_under:
         raise ValueError(
             f"parameter 'paper_under' = {paper_under:g} is not allowed for "
-            f"{record['chapter']!r}: its law predicts {law:.3g} CPU s at paper scale, more"
+            f"{record['chapter']!r}: its law predicts {law:.3g} CPU s at paper scale, more than "
+            "that"
         )
     commit = _commit(repository_root())
     with _threads(record["threads"]), tempfile.TemporaryDirectory(prefix="companions-law-") as tmp:
