@@ -447,3 +447,26 @@ def test_cli_law_paper_only(clock, tmp_path, capsys):
     saved = laws.load(tmp_path)[CHAPTER]
     assert saved["paper_under"] == 30 and saved["paper"]["cpu_seconds"] == 20.0
     assert [c[1] for c in clock] == ["default"] * 3 + ["paper"]
+
+
+def test_law_table_gives_a_later_paper_runs_own_date_and_commit():
+    same = _record("a", paper={"cpu_seconds": 10.0, "measured": "2026-11-28", "commit": "abc1234"})
+    later = _record("b", paper={"cpu_seconds": 10.0, "measured": "2026-12-01", "commit": "def5678"})
+    table = laws.law_table({"a": same, "b": later}, {}, ["a", "b"]).splitlines()
+    assert table[2].endswith("| 2026-11-28, abc1234 |")
+    assert table[3].endswith("| 2026-11-28, abc1234; paper run 2026-12-01, def5678 |")
+
+
+@pytest.mark.parametrize(
+    "paper_under, runs", [(None, False), (19.999, False), (20.0, True), (20.001, True)]
+)
+def test_the_paper_run_is_made_exactly_where_the_law_allows_it(paper_under, runs):
+    assert laws._law_allows_paper({"paper_seconds": 20.0}, paper_under) is runs
+
+
+def test_load_one_reads_one_record(tmp_path):
+    laws.save(_record("a"), tmp_path)
+    laws.save(_record("b"), tmp_path)
+    assert laws.load_one("b", tmp_path) == laws.load(tmp_path)["b"]
+    assert laws.load_one("c", tmp_path) is None
+    assert laws.load_one("a", tmp_path / "nowhere") is None

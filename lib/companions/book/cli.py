@@ -867,7 +867,7 @@ def _law_record(args) -> dict:
         raise ValueError(
             "--paper-only keeps the record's sizes and threads: it takes no --at or --threads"
         )
-    record = laws.load(args.out).get(args.chapter)
+    record = laws.load_one(args.chapter, args.out)
     if record is None:
         raise ValueError(
             f"--paper-only: chapter {args.chapter!r} has no record in "

@@ -124,6 +124,19 @@ def _threads(threads: int) -> Iterator[None]:
                 os.environ[variable] = value
 
 
+@contextlib.contextmanager
+def _runs_folder(threads: int) -> Iterator[Path]:
+    """A temporary folder for the runs' notebooks and ledgers, with the kernels' threads set."""
+    with _threads(threads), tempfile.TemporaryDirectory(prefix="companions-law-") as tmp:
+        yield Path(tmp)
+
+
+def _law_allows_paper(law: dict, paper_under: float | None) -> bool:
+    """Whether the paper preset is run: ``paper_under`` is given and the law's paper-scale time
+    is at most that."""
+    return paper_under is not None and law["paper_seconds"] <= paper_under
+
+
 def _run(
     chapter_id: str, scale: str, params: dict | None, out: Path, limit: float | None = None
 ) -> dict | None:
@@ -200,14 +213,14 @@ def measure(
     params = check_points(chapter_id, points)
     commit = _commit(repository_root())  # before the runs: the code they ran
     runs = []
-    with _threads(threads), tempfile.TemporaryDirectory(prefix="companions-law-") as tmp:
+    with _runs_folder(threads) as tmp:
         for i in tqdm(range(len(points)), desc=f"{chapter_id}: sizes", disable=not progress):
-            led = _run(chapter_id, "default", params[i], Path(tmp) / str(i))
+            led = _run(chapter_id, "default", params[i], tmp / str(i))
             runs.append(_point(points[i], led))
         law = fit([r["t"] for r in runs], [r["cpu_seconds"] for r in runs])
         paper = None
-        if paper_under is not None and law["paper_seconds"] <= paper_under:
-            paper = _paper_run(chapter_id, paper_under, Path(tmp) / "paper")
+        if _law_allows_paper(law, paper_under):
+            paper = _paper_run(chapter_id, paper_under, tmp / "paper")
     return {
         "chapter": chapter_id,
         "measured": datetime.date.today().isoformat(),
@@ -221,7 +234,12 @@ def measure(
     }
 
 
-def _refuse_bad_settings(threads: int, paper_under: float | None) -> None:
+def _refuse_bad_settings(
+    threads: int, paper_under: float | None, paper_required: bool = False
+) -> None:
+    """Refuse, naming the parameter, a dry run, ``threads`` below 1 and a ``paper_under`` that is
+    not positive (or missing, where ``paper_required``: ``None`` is :func:`measure`'s "no paper
+    run")."""
     from companions import ledger as ledger_mod
 
     if os.environ.get(ledger_mod.DRY_RUN_ENV):
@@ -231,7 +249,9 @@ def _refuse_bad_settings(threads: int, paper_under: float | None) -> None:
         )
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ValueError(f"parameter 'threads' = {threads!r} is not allowed: expected >= 1")
-    if paper_under is not None and not paper_under > 0:
+    if (paper_under is not None or paper_required) and not (
+        paper_under is not None and paper_under > 0
+    ):
         raise ValueError(
             f"parameter 'paper_under' = {paper_under!r} is not allowed: expected seconds > 0"
         )
@@ -252,19 +272,16 @@ def measure_paper(record: dict, paper_under: float) -> dict:
     ``paper_under`` stopped, or never made."""
     from companions.book.cli import repository_root
 
-    if paper_under is None:
-        raise ValueError("parameter 'paper_under' = None is not allowed: expected seconds > 0")
-    _refuse_bad_settings(record["threads"], paper_under)
-    law = record["law"]["paper_seconds"]
-    if law > paper_under:
+    _refuse_bad_settings(record["threads"], paper_under, paper_required=True)
+    if not _law_allows_paper(record["law"], paper_under):
         raise ValueError(
             f"parameter 'paper_under' = {paper_under:g} is not allowed for "
-            f"{record['chapter']!r}: its law predicts {law:.3g} CPU s at paper scale, more than "
-            "that"
+            f"{record['chapter']!r}: its law predicts {record['law']['paper_seconds']:.3g} CPU s "
+            "at paper scale, more than that"
         )
     commit = _commit(repository_root())
-    with _threads(record["threads"]), tempfile.TemporaryDirectory(prefix="companions-law-") as tmp:
-        paper = _paper_run(record["chapter"], paper_under, Path(tmp))
+    with _runs_folder(record["threads"]) as tmp:
+        paper = _paper_run(record["chapter"], paper_under, tmp)
     paper.update(measured=datetime.date.today().isoformat(), commit=commit)
     return {**record, "paper_under": paper_under, "paper": paper}
 
@@ -283,6 +300,12 @@ def save(record: dict, folder: str | os.PathLike | None = None) -> Path:
 
     folder = Path(folder) if folder is not None else law_dir()
     return write_json_atomically(folder / f"{record['chapter']}.json", record)
+
+
+def load_one(chapter_id: str, folder: str | os.PathLike | None = None) -> dict | None:
+    """The record of ``chapter_id`` in ``folder`` (default :func:`law_dir`), or ``None``."""
+    path = (Path(folder) if folder is not None else law_dir()) / f"{chapter_id}.json"
+    return json.loads(path.read_text()) if path.is_file() else None
 
 
 def load(folder: str | os.PathLike | None = None) -> dict[str, dict]:
@@ -341,9 +364,19 @@ def law_table(records: dict[str, dict], dry: dict[str, dict], order: list[str]) 
         rows.append(
             f"| {chapter} | {sizes} | {times} | {law_text(law)} "
             f"| {_duration(law['paper_seconds'])} | {held} | {measured} | {estimate} "
-            f"| {record['measured']}, {record.get('commit') or '?'} |"
+            f"| {_measured_on(record)} |"
         )
     return "\n".join(rows)
+
+
+def _measured_on(record: dict) -> str:
+    """The record's date and commit, and its paper run's where ``--paper-only`` made it later."""
+    text = f"{record['measured']}, {record.get('commit') or '?'}"
+    paper = record.get("paper") or {}
+    when = (paper.get("measured"), paper.get("commit"))
+    if when[0] is not None and when != (record["measured"], record.get("commit")):
+        text += f"; paper run {when[0]}, {when[1] or '?'}"
+    return text
 
 
 def law_summary(records: dict[str, dict]) -> str:
