@@ -470,3 +470,22 @@ def test_load_one_reads_one_record(tmp_path):
     assert laws.load_one("b", tmp_path) == laws.load(tmp_path)["b"]
     assert laws.load_one("c", tmp_path) is None
     assert laws.load_one("a", tmp_path / "nowhere") is None
+
+
+def test_range_comparison_pairs_the_paper_runs_of_both_ranges():
+    # both laws say 10240 s at paper scale (10 × 1024^t); the paper runs took 20480 s and 10240 s
+    narrow = {
+        "a": _record("a", paper={"cpu_seconds": 20480.0}),
+        "b": _record("b", paper={"t": "paper", "stopped_after": 600.0}),
+        "c": _record("c", paper={"cpu_seconds": 5.0}),
+    }
+    wide = {
+        "a": _record("a", paper={"cpu_seconds": 10240.0}),
+        "b": _record("b", paper={"cpu_seconds": 5.0}),
+    }
+    wide["a"]["runs"][-1]["t"] = 0.5
+    assert laws.range_comparison(narrow, wide) == (
+        "At paper scale, law / measured, fitted over the narrow and the wide range: "
+        "`a` 0.50 (t ≤ 0.2) → 1.00 (t ≤ 0.5)."
+    )
+    assert laws.range_comparison(narrow, {}).startswith("No chapter has a finished paper run")
