@@ -249,9 +249,9 @@ def _refuse_bad_settings(
         )
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ValueError(f"parameter 'threads' = {threads!r} is not allowed: expected >= 1")
-    if (paper_under is not None or paper_required) and not (
-        paper_under is not None and paper_under > 0
-    ):
+    if paper_under is None and not paper_required:
+        return
+    if paper_under is None or not paper_under > 0:
         raise ValueError(
             f"parameter 'paper_under' = {paper_under!r} is not allowed: expected seconds > 0"
         )
