@@ -486,6 +486,8 @@ def test_range_comparison_pairs_the_paper_runs_of_both_ranges():
     wide["a"]["runs"][-1]["t"] = 0.5
     assert laws.range_comparison(narrow, wide) == (
         "At paper scale, law / measured, fitted over the narrow and the wide range: "
-        "`a` 0.50 (t ≤ 0.2) → 1.00 (t ≤ 0.5)."
+        "`a` 0.50 (t ≤ 0.2) → 1.00 (t ≤ 0.5); "
+        "`b` below 17.07, stopped (t ≤ 0.2) → 2048.00 (t ≤ 0.2)."
     )
-    assert laws.range_comparison(narrow, {}).startswith("No chapter has a finished paper run")
+    assert laws.range_comparison(narrow, {}).startswith("No chapter has a paper run")
+    assert laws.range_comparison({"c": _record("c")}, {"c": _record("c")}).startswith("No chapter")

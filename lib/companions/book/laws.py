@@ -323,24 +323,26 @@ def load(folder: str | os.PathLike | None = None) -> dict[str, dict]:
 
 
 def range_comparison(narrow: dict[str, dict], wide: dict[str, dict]) -> str:
-    """For every chapter with a finished paper run in both sets of records, law / measured at
-    paper scale from each, with the largest ``t`` each law was fitted over: whether measuring
-    further along the path brings the law nearer the paper run."""
+    """For every chapter with a paper run in both sets of records, law / measured at paper scale
+    from each, with the largest ``t`` each law was fitted over: whether measuring further along
+    the path brings the law nearer the paper run. A run stopped at its limit gives a bound: law /
+    measured was below law / (the seconds it had run)."""
     rows = []
     for chapter in sorted(set(narrow) & set(wide)):
         ratios = []
         for record in (narrow[chapter], wide[chapter]):
-            paper = record.get("paper")
-            if paper is None or "stopped_after" in paper:
+            paper, law = record.get("paper"), record["law"]["paper_seconds"]
+            if paper is None:
                 break
             top = max(r["t"] for r in record["runs"])
-            ratios.append(
-                f"{record['law']['paper_seconds'] / paper['cpu_seconds']:.2f} (t ≤ {top:g})"
-            )
+            if "stopped_after" in paper:
+                ratios.append(f"below {law / paper['stopped_after']:.2f}, stopped (t ≤ {top:g})")
+            else:
+                ratios.append(f"{law / paper['cpu_seconds']:.2f} (t ≤ {top:g})")
         if len(ratios) == 2:
             rows.append(f"`{chapter}` {ratios[0]} → {ratios[1]}")
     if not rows:
-        return "No chapter has a finished paper run in both sets of records."
+        return "No chapter has a paper run in both sets of records."
     return "At paper scale, law / measured, fitted over the narrow and the wide range: " + (
         "; ".join(rows) + "."
     )
