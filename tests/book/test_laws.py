@@ -116,6 +116,7 @@ def clock(monkeypatch):
         return _fake_ledger(t, 2 * 10**t)
 
     monkeypatch.setattr(laws, "_run", run)
+    monkeypatch.setattr(laws, "reference_seconds", lambda threads: 0.25 * threads)
     return calls
 
 
@@ -491,3 +492,29 @@ def test_range_comparison_pairs_the_paper_runs_of_both_ranges():
     )
     assert laws.range_comparison(narrow, {}).startswith("No chapter has a paper run")
     assert laws.range_comparison({"c": _record("c")}, {"c": _record("c")}).startswith("No chapter")
+
+
+def test_the_reference_workload_runs_with_the_runs_threads(monkeypatch):
+    seen = []
+    real = laws.subprocess.run
+
+    def run(*args, **kwargs):
+        seen.append(os.environ.get("OMP_NUM_THREADS"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(laws.subprocess, "run", run)
+    seconds = laws.reference_seconds(1, steps=5)
+    assert seen == ["1"] and 0 < seconds < 60
+
+
+def test_records_keep_the_reference_seconds(clock, monkeypatch):
+    monkeypatch.setattr(laws, "_commit", lambda root: "abc1234")
+    record = laws.measure(CHAPTER, (0.0, 0.1, 0.2), threads=2, progress=False)
+    assert record["reference_seconds"] == 0.5
+    again = laws.measure_paper({**record, "threads": 1}, 30)
+    assert again["reference_seconds"] == 0.5 and again["paper"]["reference_seconds"] == 0.25
+    row = laws.law_table({CHAPTER: {**again, "measured": "2026-11-27"}}, {}, [CHAPTER])
+    assert row.splitlines()[2].endswith(
+        f"| 2026-11-27, abc1234, reference 0.50 s; paper run {again['paper']['measured']}, "
+        "abc1234, reference 0.25 s |"
+    )

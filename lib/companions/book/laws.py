@@ -16,9 +16,9 @@ Two numbers say how far to trust it, both computed from the runs:
   past :data:`PAPER_LIMIT` times ``paper_under`` seconds is stopped and recorded as such
   (``stopped_after``).
 
-The records are JSON files in :data:`LAW_DIR`, one per chapter, with the machine, the date and
-the commit they were measured on; the page "What each scale costs" reads them. They are measured
-offline (a record takes minutes to hours), never by CI.
+The records are JSON files in :data:`LAW_DIR`, one per chapter, with the machine, its speed
+(:func:`reference_seconds`), the date and the commit they were measured on; the page "What each
+scale costs" reads them. They are measured offline (a record takes minutes to hours), never by CI.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import json
 import math
 import os
 import subprocess
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -169,6 +170,47 @@ def _run(
     return json.loads(ledger_path.read_text())
 
 
+#: Steps of the reference workload (:func:`reference_seconds`).
+REFERENCE_STEPS = 1000
+
+_REFERENCE_SCRIPT = """
+import time
+import torch
+torch.manual_seed(0)
+x, y = torch.randn(256, 64), torch.randn(256, 1)
+net = torch.nn.Sequential(torch.nn.Linear(64, 256), torch.nn.ReLU(), torch.nn.Linear(256, 1))
+opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+def step():
+    opt.zero_grad()
+    ((net(x) - y) ** 2).mean().backward()
+    opt.step()
+for _ in range(20):
+    step()
+best = float("inf")
+for _ in range(3):
+    start = time.process_time()
+    for _ in range({steps}):
+        step()
+    best = min(best, time.process_time() - start)
+print(best)
+"""
+
+
+def reference_seconds(threads: int, steps: int = REFERENCE_STEPS) -> float:
+    """CPU seconds of ``steps`` Adam steps of a small float32 network (256 rows, 64 -> 256 -> 1;
+    the best of three), in a fresh Python with ``threads`` threads, as the runs' kernels have.
+    Machines that describe themselves alike have differed twofold in speed between sessions; this
+    number, kept with a record, says how fast its machine was."""
+    with _threads(threads):
+        done = subprocess.run(
+            [sys.executable, "-c", _REFERENCE_SCRIPT.format(steps=steps)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    return float(done.stdout.strip())
+
+
 def _point(t: float | str, led: dict) -> dict:
     return {
         "t": t,
@@ -212,6 +254,7 @@ def measure(
     _refuse_bad_settings(threads, paper_under)
     params = check_points(chapter_id, points)
     commit = _commit(repository_root())  # before the runs: the code they ran
+    reference = reference_seconds(threads)
     runs = []
     with _runs_folder(threads) as tmp:
         for i in tqdm(range(len(points)), desc=f"{chapter_id}: sizes", disable=not progress):
@@ -227,6 +270,7 @@ def measure(
         "commit": commit,
         "machine": machine(),
         "threads": threads,
+        "reference_seconds": reference,
         "runs": runs,
         "law": law,
         "paper_under": paper_under,
@@ -280,9 +324,12 @@ def measure_paper(record: dict, paper_under: float) -> dict:
             "at paper scale, more than that"
         )
     commit = _commit(repository_root())
+    reference = reference_seconds(record["threads"])
     with _runs_folder(record["threads"]) as tmp:
         paper = _paper_run(record["chapter"], paper_under, tmp)
-    paper.update(measured=datetime.date.today().isoformat(), commit=commit)
+    paper.update(
+        measured=datetime.date.today().isoformat(), commit=commit, reference_seconds=reference
+    )
     return {**record, "paper_under": paper_under, "paper": paper}
 
 
@@ -396,12 +443,22 @@ def law_table(records: dict[str, dict], dry: dict[str, dict], order: list[str]) 
 
 
 def _measured_on(record: dict) -> str:
-    """The record's date and commit, and its paper run's where ``--paper-only`` made it later."""
-    text = f"{record['measured']}, {record.get('commit') or '?'}"
+    """The record's date, commit and reference seconds (:func:`reference_seconds`, where it has
+    them), and its paper run's where ``--paper-only`` made it later."""
+
+    def when(part: dict) -> str:
+        text = f"{part['measured']}, {part.get('commit') or '?'}"
+        if part.get("reference_seconds") is not None:
+            text += f", reference {part['reference_seconds']:.2f} s"
+        return text
+
+    text = when(record)
     paper = record.get("paper") or {}
-    when = (paper.get("measured"), paper.get("commit"))
-    if when[0] is not None and when != (record["measured"], record.get("commit")):
-        text += f"; paper run {when[0]}, {when[1] or '?'}"
+    if paper.get("measured") is not None and (paper["measured"], paper.get("commit")) != (
+        record["measured"],
+        record.get("commit"),
+    ):
+        text += f"; paper run {when(paper)}"
     return text
 
 
