@@ -341,25 +341,31 @@ def law_dir() -> Path:
     return repository_root() / LAW_DIR
 
 
+def _record_path(chapter_id: str, folder: str | os.PathLike | None) -> Path:
+    """``<folder>/<chapter_id>.json``, ``folder`` by default :func:`law_dir`."""
+    return _folder(folder) / f"{chapter_id}.json"
+
+
+def _folder(folder: str | os.PathLike | None) -> Path:
+    return Path(folder) if folder is not None else law_dir()
+
+
 def save(record: dict, folder: str | os.PathLike | None = None) -> Path:
     """Write ``record`` to ``<folder>/<chapter>.json`` (default :func:`law_dir`), atomically."""
     from companions.ledger import write_json_atomically
 
-    folder = Path(folder) if folder is not None else law_dir()
-    return write_json_atomically(folder / f"{record['chapter']}.json", record)
+    return write_json_atomically(_record_path(record["chapter"], folder), record)
 
 
 def load_one(chapter_id: str, folder: str | os.PathLike | None = None) -> dict | None:
     """The record of ``chapter_id`` in ``folder`` (default :func:`law_dir`), or ``None``."""
-    path = (Path(folder) if folder is not None else law_dir()) / f"{chapter_id}.json"
+    path = _record_path(chapter_id, folder)
     return json.loads(path.read_text()) if path.is_file() else None
 
 
 def load(folder: str | os.PathLike | None = None) -> dict[str, dict]:
     """Every record in ``folder`` (default :func:`law_dir`), by chapter."""
-    if folder is None:
-        folder = law_dir()
-    folder = Path(folder)
+    folder = _folder(folder)
     if not folder.is_dir():
         return {}
     found = {}
@@ -444,7 +450,7 @@ def law_table(records: dict[str, dict], dry: dict[str, dict], order: list[str]) 
 
 def _measured_on(record: dict) -> str:
     """The record's date, commit and reference seconds (:func:`reference_seconds`, where it has
-    them), and its paper run's where ``--paper-only`` made it later."""
+    them), and its paper run's where ``--paper-only`` made it later and they differ."""
 
     def when(part: dict) -> str:
         text = f"{part['measured']}, {part.get('commit') or '?'}"
@@ -452,14 +458,10 @@ def _measured_on(record: dict) -> str:
             text += f", reference {part['reference_seconds']:.2f} s"
         return text
 
-    text = when(record)
     paper = record.get("paper") or {}
-    if paper.get("measured") is not None and (paper["measured"], paper.get("commit")) != (
-        record["measured"],
-        record.get("commit"),
-    ):
-        text += f"; paper run {when(paper)}"
-    return text
+    if paper.get("measured") is None or when(paper) == when(record):
+        return when(record)
+    return f"{when(record)}; paper run {when(paper)}"
 
 
 def law_summary(records: dict[str, dict]) -> str:
