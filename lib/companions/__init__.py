@@ -45,6 +45,20 @@ def _choose_wait_policy() -> bool:
 
 _PASSIVE = _choose_wait_policy()
 
+
+def _ask_for_huge_pages() -> None:
+    """Ask torch to place its large CPU tensors (2 MiB and more) on transparent huge pages
+    (``THP_MEM_ALLOC_ENABLE=1``, where not set). Trainers that allocate large tensors at every
+    step spend much of their time in the OS kernel, mapping and zeroing fresh 4 KiB pages:
+    ``fine-labels-fine`` at the default scale had 33 of its 87 s in the system. Torch reads the
+    variable once, at its first allocation: it takes effect here only if torch is not loaded yet,
+    and in every process started from here (the chapters' kernels). Numbers do not change; where
+    the OS has huge pages off, nothing does."""
+    os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
+
+
+_ask_for_huge_pages()
+
 from companions import runtime as _runtime  # noqa: E402
 from companions.ledger import ClaimFailed, Ledger  # noqa: E402
 from companions.runtime import Runtime, setup  # noqa: E402

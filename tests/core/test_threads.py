@@ -84,3 +84,30 @@ def test_importing_companions_on_a_busy_machine_asks_openmp_to_sleep():
             check=True,
         ).stdout.split("\n")[-2]
         assert out == expected
+
+
+def test_importing_companions_first_puts_large_tensors_on_huge_pages():
+    """In a fresh process: companions imported before torch asks for transparent huge pages, and
+    torch then allocates a large tensor as it does for them, on a page boundary of its own (the
+    region it marks with ``madvise``); a user's ``THP_MEM_ALLOC_ENABLE=0`` is kept, and the tensor
+    then has torch's usual 64-byte alignment inside the allocator's block, off the page boundary."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import companions, torch\n"
+        "x = torch.empty(3 << 20, dtype=torch.uint8)\n"
+        "print(os.environ.get('THP_MEM_ALLOC_ENABLE'), x.data_ptr() % 4096 == 0)"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "THP_MEM_ALLOC_ENABLE"}
+    for setting, expected in [(None, "1 True"), ("0", "0 False")]:
+        run_env = dict(env) if setting is None else dict(env, THP_MEM_ALLOC_ENABLE=setting)
+        out = subprocess.run(
+            [sys.executable, "-c", "import os\n" + code],
+            env=run_env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split("\n")[-2]
+        assert out == expected
