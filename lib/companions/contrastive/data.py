@@ -170,23 +170,21 @@ def sample_batch(
     zx, zy = zx.to(device=dev, dtype=dt), zy.to(device=dev, dtype=dt)
     s = sigma.to(device=gdev, dtype=torch.float64)
     out = []
+    # In place: signal + noise * scale, as written out, without two temporaries per view.
     for z in (zx, zy):
         if pooled:
             noise = torch.randn(R, K, d1, generator=generator, device=gdev, dtype=noise_dtype).to(
                 device=dev, dtype=dt
             )
-            out.append(
-                z.mean(-2) @ M.transpose(-1, -2)
-                + noise * (s / math.sqrt(L)).to(device=dev, dtype=dt)[:, None, None]
-            )
+            signal = z.mean(-2) @ M.transpose(-1, -2)
+            scale = (s / math.sqrt(L)).to(device=dev, dtype=dt)[:, None, None]
         else:
             noise = torch.randn(
                 R, K, L, d1, generator=generator, device=gdev, dtype=noise_dtype
             ).to(device=dev, dtype=dt)
-            out.append(
-                torch.einsum("rkld,red->rkle", z, M)
-                + noise * s.to(device=dev, dtype=dt)[:, None, None, None]
-            )
+            signal = torch.einsum("rkld,red->rkle", z, M)
+            scale = s.to(device=dev, dtype=dt)[:, None, None, None]
+        out.append(signal.add_(noise.mul_(scale)))
     return Batch(out[0], out[1], zx, zy, pooled)
 
 
