@@ -52,7 +52,8 @@ def init(
 def preactivations(net: Net, X: torch.Tensor) -> torch.Tensor:
     """``<w_r, x_p> + b_r`` of shape (S, N, P, C m)."""
     S, N, P, d = X.shape
-    Z = torch.bmm(X.reshape(S, N * P, d), net.W.transpose(1, 2)) + net.b[:, None, :]
+    Z = torch.bmm(X.reshape(S, N * P, d), net.W.transpose(1, 2))
+    Z += net.b[:, None, :]  # in place: the product is the largest array of a step
     return Z.reshape(S, N, P, -1)
 
 

@@ -68,7 +68,9 @@ def symmetric_init(
 
 def hidden(net: Net, X: torch.Tensor) -> torch.Tensor:
     """The neurons' outputs ``sigma(<w_i, x> - b_i)``, shape (S, n, N)."""
-    return torch.relu(X @ net.W.transpose(1, 2) - net.b[:, None, :])
+    Z = X @ net.W.transpose(1, 2)
+    Z -= net.b[:, None, :]  # in place: (S, n, N) is 800 MiB at the default scale
+    return Z.relu_()
 
 
 def forward(net: Net, X: torch.Tensor) -> torch.Tensor:
