@@ -69,7 +69,7 @@ def symmetric_init(
 def hidden(net: Net, X: torch.Tensor) -> torch.Tensor:
     """The neurons' outputs ``sigma(<w_i, x> - b_i)``, shape (S, n, N)."""
     Z = X @ net.W.transpose(1, 2)
-    Z -= net.b[:, None, :]  # in place: (S, n, N) is 800 MiB at the default scale
+    Z -= net.b[:, None, :]  # in place: (S, n, N) is 0.8 GB at gradient-framework's default
     return Z.relu_()
 
 
