@@ -61,8 +61,6 @@ def test_importing_companions_on_a_busy_machine_asks_openmp_to_sleep():
     waiters sleep (and runtime says so); imported after torch, the children get the policy but
     this process cannot; idle, nothing is set."""
     import os
-    import subprocess
-    import sys
 
     code = (
         "import os, sys\nos.getloadavg = lambda: ({load}, 0.0, 0.0)\n{first}\n"
@@ -76,14 +74,18 @@ def test_importing_companions_on_a_busy_machine_asks_openmp_to_sleep():
         (cores + 5, "import torch", "PASSIVE False"),
         (0.0, "", "None False"),
     ]:
-        out = subprocess.run(
-            [sys.executable, "-c", code.format(load=load, first=first)],
-            env=env,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.split("\n")[-2]
-        assert out == expected
+        assert _last_line_of_fresh_python(code.format(load=load, first=first), env) == expected
+
+
+def _last_line_of_fresh_python(code: str, env: dict) -> str:
+    """The last line that ``code`` prints in a fresh Python with the environment ``env``."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    return done.stdout.split("\n")[-2]
 
 
 def test_importing_companions_first_puts_large_tensors_on_huge_pages():
@@ -92,8 +94,6 @@ def test_importing_companions_first_puts_large_tensors_on_huge_pages():
     region it marks with ``madvise``); a user's ``THP_MEM_ALLOC_ENABLE=0`` is kept, and the tensor
     then has torch's usual 64-byte alignment inside the allocator's block, off the page boundary."""
     import os
-    import subprocess
-    import sys
 
     code = (
         "import companions, torch\n"
@@ -103,11 +103,4 @@ def test_importing_companions_first_puts_large_tensors_on_huge_pages():
     env = {k: v for k, v in os.environ.items() if k != "THP_MEM_ALLOC_ENABLE"}
     for setting, expected in [(None, "1 True"), ("0", "0 False")]:
         run_env = dict(env) if setting is None else dict(env, THP_MEM_ALLOC_ENABLE=setting)
-        out = subprocess.run(
-            [sys.executable, "-c", "import os\n" + code],
-            env=run_env,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.split("\n")[-2]
-        assert out == expected
+        assert _last_line_of_fresh_python("import os\n" + code, run_env) == expected
