@@ -96,11 +96,11 @@ def test_importing_companions_first_puts_large_tensors_on_huge_pages():
     import os
 
     code = (
-        "import companions, torch\n"
+        "import os, companions, torch\n"
         "x = torch.empty(3 << 20, dtype=torch.uint8)\n"
         "print(os.environ.get('THP_MEM_ALLOC_ENABLE'), x.data_ptr() % 4096 == 0)"
     )
     env = {k: v for k, v in os.environ.items() if k != "THP_MEM_ALLOC_ENABLE"}
     for setting, expected in [(None, "1 True"), ("0", "0 False")]:
         run_env = dict(env) if setting is None else dict(env, THP_MEM_ALLOC_ENABLE=setting)
-        assert _last_line_of_fresh_python("import os\n" + code, run_env) == expected
+        assert _last_line_of_fresh_python(code, run_env) == expected
