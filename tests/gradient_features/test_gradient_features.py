@@ -106,6 +106,25 @@ def test_training_reduces_hinge_and_seeds_stay_independent():
         network.train(net1, X, y, 1, 1e-2, optimizer="sgd")
 
 
+def test_a_dry_run_keeps_the_first_step_of_each_trainer(monkeypatch):
+    mix = data.xor_mixture(6, 0.5)
+    net0 = network.symmetric_init(2, 4, 6, 1.0, 6**-0.5, 0.5, _gen(16))
+    X, y = mix.sample(2, 50, _gen(17))
+    kw = dict(batch=10, progress=False)
+
+    def runs(steps):
+        g = _gen(18)
+        net = network.train(net0, X, y, steps, 1e-2, generator=g, **kw)
+        ntk = network.train_ntk(net0, X, y, steps, 1e-2, generator=g, **kw)
+        lin = network.train_linear(X, y, steps, 1e-2, generator=g, **kw)
+        return net.W, ntk(X), lin(X)
+
+    one, many = runs(1), runs(20)
+    assert not any(torch.equal(a, b) for a, b in zip(one, many))
+    monkeypatch.setenv("COMPANIONS_DRY_RUN", "1")
+    assert all(torch.equal(a, b) for a, b in zip(one, runs(20)))
+
+
 def test_ntk_model_is_the_linearisation():
     net0 = network.symmetric_init(1, 3, 5, 1.0, 0.5, 0.2, _gen(11), torch.float64)
     X = torch.randn(1, 20, 5, generator=_gen(12), dtype=torch.float64)

@@ -37,7 +37,9 @@ def _build():
     )
 
     def step():
-        nw.train(net1, X, y, PER_CALL, cfg.lr, True, "adam", batch=cfg.batch, generator=g)
+        nw.train(
+            net1, X, y, PER_CALL, cfg.lr, True, "adam", batch=cfg.batch, generator=g, progress=False
+        )
 
     return step
 

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import torch
 
+from companions.train import progress as progress_bar
+
 #: ``l'(0)`` of the hinge loss ``l(z) = max(0, 1 - z)`` (Assumption 3.1: ``|l'(0)| = Theta(1)``).
 HINGE_SLOPE_AT_ZERO = -1.0
 
@@ -145,11 +147,13 @@ def train(
     optimizer: str = "adam",
     batch: int | None = None,
     generator: torch.Generator | None = None,
+    progress: bool = True,
 ) -> Net:
     """The later steps of Algorithm 1 (``lambda^(t) = 0``): the hinge loss on the training set,
     with ``a`` and (unless ``train_first_layer`` is False, Theorem 3.4's frozen first layer)
     ``W`` trained, ``b`` fixed. ``optimizer`` is ``'gd'`` (full-batch gradient descent with step
-    ``lr``, the source's algorithm) or ``'adam'`` (minibatches of ``batch``)."""
+    ``lr``, the source's algorithm) or ``'adam'`` (minibatches of ``batch``). The steps go
+    through :func:`companions.train.progress` (its bar unless ``progress`` is False)."""
     if optimizer not in ("gd", "adam"):
         raise ValueError(f"parameter 'optimizer' = {optimizer!r} is not allowed: 'gd' or 'adam'")
     _positive("lr", lr)
@@ -158,7 +162,7 @@ def train(
     params = [a, W] if train_first_layer else [a]
     opt = torch.optim.Adam(params, lr=lr) if optimizer == "adam" else torch.optim.SGD(params, lr=lr)
     n = X.shape[1]
-    for _ in range(steps):
+    for _ in progress_bar(range(steps), desc="Algorithm 1, later steps", disable=not progress):
         if optimizer == "adam" and batch is not None and batch < n:
             idx = torch.randint(n, (batch,), generator=generator).to(X.device)
             Xb, yb = X[:, idx], y[:, idx]
@@ -188,10 +192,12 @@ def train_ntk(
     lr: float,
     batch: int | None = None,
     generator: torch.Generator | None = None,
+    progress: bool = True,
 ):
     """The NTK baseline: the network linearised at its initialisation (``g^(0) = 0``, ``b``
     fixed), ``f(x) = sum_i a_i I[<w_i, x> > b_i] <dw_i, x> + da_i sigma(<w_i, x> - b_i)``, trained
-    with Adam on the hinge loss from ``dW = 0, da = 0``. Returns a function ``X -> f(X)``."""
+    with Adam on the hinge loss from ``dW = 0, da = 0``. Returns a function ``X -> f(X)``. The
+    steps go through :func:`companions.train.progress` (its bar unless ``progress`` is False)."""
     dW = torch.zeros_like(net0.W, requires_grad=True)
     da = torch.zeros_like(net0.a, requires_grad=True)
 
@@ -200,7 +206,7 @@ def train_ntk(
 
     opt = torch.optim.Adam([dW, da], lr=lr)
     n = X.shape[1]
-    for _ in range(steps):
+    for _ in progress_bar(range(steps), desc="NTK baseline", disable=not progress):
         if batch is not None and batch < n:
             idx = torch.randint(n, (batch,), generator=generator).to(X.device)
             Xb, yb = X[:, idx], y[:, idx]
@@ -214,14 +220,15 @@ def train_ntk(
     return lambda Xe: model(Xe).detach()
 
 
-def train_linear(X, y, steps: int, lr: float, batch=None, generator=None):
+def train_linear(X, y, steps: int, lr: float, batch=None, generator=None, progress: bool = True):
     """The linear baseline ``<v, x> + c`` (hinge loss, Adam), batched over seeds; returns
-    ``X -> f(X)``."""
+    ``X -> f(X)``. The steps go through :func:`companions.train.progress` (its bar unless
+    ``progress`` is False)."""
     v = torch.zeros(X.shape[0], X.shape[2], dtype=X.dtype, device=X.device, requires_grad=True)
     c = torch.zeros(X.shape[0], 1, dtype=X.dtype, device=X.device, requires_grad=True)
     opt = torch.optim.Adam([v, c], lr=lr)
     n = X.shape[1]
-    for _ in range(steps):
+    for _ in progress_bar(range(steps), desc="linear baseline", disable=not progress):
         if batch is not None and batch < n:
             idx = torch.randint(n, (batch,), generator=generator).to(X.device)
             Xb, yb = X[:, idx], y[:, idx]
