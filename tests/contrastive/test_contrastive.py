@@ -2,6 +2,7 @@
 
 import math
 
+import pytest
 import sympy as sp
 import torch
 
@@ -73,6 +74,31 @@ def test_pooled_batch_has_the_token_mean_law():
     tokens = cd.sample_batch(M, probs, sigma, 20000, 4, 0.5, 1.0, gen(3), pooled=False)
     assert abs(float(pooled.x.var()) - 0.25 / 4) < 0.003
     assert abs(float(tokens.x.mean(-2).var()) - 0.25 / 4) < 0.003
+
+
+def test_pair_moments_match_kappa_and_the_noise_law(monkeypatch):
+    d1, L, nsr = 40, 3, 0.8
+    M = cd.dictionary(1, d1, 2, gen(4))
+    probs = cd.activation_probs([1.0, 0.3], 0.25)[None]
+    sigma = torch.tensor([math.sqrt(nsr / d1)])
+    v = torch.randn(d1, generator=gen(5), dtype=torch.float64)
+    v = v - M[0] @ (M[0].T @ v)
+    v = v / v.norm()
+    mc = cd.pair_moments(M, probs, sigma, 50_000, L, 0.5, 1.0, v, gen(6), chunk=7_000)
+    assert mc.pairs == 50_000
+    exact = cd.kappa([1.0, 0.3], 0.25, L, 0.5)
+    z = (mc.mean.diagonal() - exact) / mc.se.diagonal()
+    assert z.abs().max() < 4, z
+    assert abs(float(mc.mean[0, 1])) < 4 * float(mc.se[0, 1])  # independent features: 0
+    assert abs(mc.noise_energy - nsr) < 0.03 * nsr
+    # <u, v> has variance L sigma^2 per view, independent across views: 5 standard errors
+    assert abs(mc.noise_cross) < 5 * L * sigma.item() ** 2 / math.sqrt(50_000)
+    monkeypatch.setenv("COMPANIONS_DRY_RUN", "1")  # a dry run draws the first chunk only
+    assert (
+        cd.pair_moments(M, probs, sigma, 50_000, L, 0.5, 1.0, v, gen(6), chunk=7_000).pairs == 7_000
+    )
+    with pytest.raises(ValueError, match="'pairs'"):
+        cd.pair_moments(M, probs, sigma, 0, L, 0.5, 1.0, v, gen(6))
 
 
 def test_brelu():

@@ -34,6 +34,8 @@ from dataclasses import dataclass
 
 import torch
 
+from companions.train import progress
+
 
 def eps_vector(d: int, n_maj: int, eps_max: float, eps_min: float) -> list[float]:
     """Feature frequencies of Definition 3.1: ``n_maj`` majority features (``eps_max``), then
@@ -186,6 +188,61 @@ def sample_batch(
             scale = s.to(device=dev, dtype=dt)[:, None, None, None]
         out.append(signal.add_(noise.mul_(scale)))
     return Batch(out[0], out[1], zx, zy, pooled)
+
+
+@dataclass
+class PairMoments:
+    """Monte Carlo moments of ``pairs`` positive pairs (:func:`pair_moments`). ``mean`` and
+    ``se``: ``E[<u_Y, M_j><u_X, M_j'>]`` for every ``(j, j')`` and its standard error;
+    ``noise_cross``: ``E[<u_Y, v><u_X, v>]``; ``noise_energy``: ``E||xi||^2`` of one token."""
+
+    mean: torch.Tensor
+    se: torch.Tensor
+    noise_cross: float
+    noise_energy: float
+    pairs: int
+
+
+def pair_moments(
+    M: torch.Tensor,
+    probs: torch.Tensor,
+    sigma: torch.Tensor,
+    pairs: int,
+    L: int,
+    mag_low: float,
+    q: float,
+    v: torch.Tensor,
+    generator: torch.Generator,
+    chunk: int = 20_000,
+) -> PairMoments:
+    """The moments of the view sums ``u = sum_l x^(l)`` that the proofs use, over ``pairs`` pairs
+    of one run (``M``: ``(1, d1, d)``) drawn ``chunk`` at a time by :func:`sample_batch`: the
+    feature moments of eq (281) / [000] Lemma D.1, and, along a unit ``v`` orthogonal to ``M``,
+    the noise cross-moment of (183) / [000] (37) and the noise energy (NSR, [001] A.2).
+
+    The chunks go through :func:`companions.train.progress`, so a dry run draws only the first;
+    every mean is over the pairs drawn (``pairs`` of the result)."""
+    if pairs < 1:
+        raise ValueError(f"parameter 'pairs' = {pairs} is not allowed: expected >= 1")
+    if chunk < 1:
+        raise ValueError(f"parameter 'chunk' = {chunk} is not allowed: expected >= 1")
+    d = M.shape[-1]
+    acc = torch.zeros(d, d, dtype=torch.float64)
+    acc2 = torch.zeros_like(acc)
+    noise_cross = noise_energy = 0.0
+    done = 0
+    for start in progress(range(0, pairs, chunk), desc=f"moments of {pairs} pairs"):
+        n = min(chunk, pairs - start)
+        b = sample_batch(M, probs, sigma, n, L, mag_low, q, generator, pooled=True)
+        ux, uy = L * b.x[0], L * b.y[0]  # u = sum of tokens = L * token mean
+        acc += ((uy @ M[0]).T @ (ux @ M[0])).cpu()
+        acc2 += (((uy @ M[0]) ** 2).T @ ((ux @ M[0]) ** 2)).cpu()
+        noise_cross += float((ux @ v * (uy @ v)).sum())
+        noise_energy += float(((b.x[0] - b.zx[0].mean(-2) @ M[0].T) ** 2).sum()) * L
+        done += n
+    mean = acc / done
+    se = ((acc2 / done - mean**2) / done).sqrt()
+    return PairMoments(mean, se, noise_cross / done, noise_energy / done, done)
 
 
 def run_grid(eps_min_values, nsr_values, repeats: int):
