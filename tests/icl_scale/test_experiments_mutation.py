@@ -71,6 +71,18 @@ def test_mc_population_loss_chunk_by_chunk(Q):
     assert est.mean == pytest.approx(float(v.mean()), rel=1e-12)
 
 
+def test_a_dry_run_draws_the_first_chunk_of_each_monte_carlo(Q, monkeypatch):
+    U = torch.randn(3, 3, generator=torch.Generator().manual_seed(3), dtype=F64)
+    monkeypatch.setenv("COMPANIONS_DRY_RUN", "1")
+    est = ex.mc_population_loss(U, 0.7, LAM, Q, 5, 7, torch.Generator().manual_seed(4), chunk=3)
+    p = data.prompts(3, 5, LAM, Q, torch.Generator().manual_seed(4))
+    v = 0.5 * (_reduced(p, U, 0.7, 5) - p.yq) ** 2
+    assert est.mean == pytest.approx(float(v.mean()), rel=1e-12)
+    w = torch.ones(3, dtype=F64)
+    pl = ex.mc_evaluation_losses([U], LAM, Q, w, 4, 5, torch.Generator().manual_seed(6), chunk=2)
+    assert pl.losses.shape == (1, 2)
+
+
 def test_mc_population_loss_default_chunk_is_50000(Q):
     U = 0.1 * torch.eye(3, dtype=F64)
     est = ex.mc_population_loss(U, 1.0, LAM, Q, 1, 50_001, torch.Generator().manual_seed(5))

@@ -267,6 +267,10 @@ def test_smaller_norm_search_keeps_the_zero_loss_starts(monkeypatch):
     runs = iter([scaled])
     assert pa.smaller_norm_search(1, 5, g_, generator_for) == [pa.norm_formula(4, 2, g_)]
     assert calls[-1][1] == (-1, -1, 1, -1, -1, 1)  # the default signs
+    monkeypatch.setenv("COMPANIONS_DRY_RUN", "1")  # a dry run makes the first start only
+    seeds.clear()
+    runs = iter([scaled, good])
+    assert len(pa.smaller_norm_search(2, 5, g_, generator_for)) == 1 and seeds == [50]
 
 
 def test_behaviour_runs_evaluate_per_cell_with_its_seed():

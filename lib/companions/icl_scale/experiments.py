@@ -37,10 +37,11 @@ def mc_population_loss(
     U, u, eigenvalues, Q, N, trials, generator, chunk=50_000, device="cpu"
 ) -> Estimate:
     """``1/2 E (y_hat - <w, x_q>)^2`` with the full forward of eq. (5.1) on the embedding ``E``
-    and the blocks of eq. (5.3), ``rho = N`` (Lemma 5.1's left side), over pretraining prompts."""
+    and the blocks of eq. (5.3), ``rho = N`` (Lemma 5.1's left side), over pretraining prompts,
+    ``chunk`` at a time through :func:`companions.train.progress` (a dry run draws the first)."""
     W_PV, W_KQ = model.blocks(U.to(device, torch.float64), u)
     out = []
-    for start in range(0, trials, chunk):
+    for start in progress_bar(range(0, trials, chunk), desc=f"population loss, {trials} prompts"):
         b = min(chunk, trials - start)
         p = data.prompts(b, N, eigenvalues, Q, generator, device=device)
         E = data.embed(p.X, p.y, p.xq)
@@ -68,10 +69,11 @@ def mc_evaluation_losses(
 ) -> PairedLosses:
     """``E (y_hat - <w, x_q>)^2`` (no 1/2, Theorem 5.4.2) for each ``U`` in ``Us`` with ``u = 1``
     and ``rho = M``, on evaluation prompts with a fixed task ``w``, label noise ``sigma`` and sign
-    flips ``flip``; all models see the same prompts."""
+    flips ``flip``; all models see the same prompts, drawn ``chunk`` at a time through
+    :func:`companions.train.progress` (a dry run draws the first)."""
     Ws = [model.blocks(U.to(device, torch.float64), 1.0) for U in Us]
     out = []
-    for start in range(0, trials, chunk):
+    for start in progress_bar(range(0, trials, chunk), desc=f"evaluation, {trials} prompts"):
         b = min(chunk, trials - start)
         p = data.prompts(
             b, M, eigenvalues, Q, generator, w=w, sigma=sigma, flip=flip, device=device

@@ -16,6 +16,8 @@ from fractions import Fraction
 
 import torch
 
+from companions.train import progress
+
 SIGNS = ((1, 1), (1, -1), (-1, 1), (-1, -1))
 
 
@@ -222,10 +224,11 @@ def smaller_norm_search(starts, steps, gamma, generator_for, signs=(-1, -1, 1, -
     """Squared norms of the zero-loss six-head networks at ``d = 4`` found by
     :func:`search_small_norm` from ``starts`` random starts (start ``k`` draws from
     ``generator_for(50 + k)``), each rounded, rescaled to smallest margin exactly 1 and checked in
-    exact fractions over all patterns; starts that miss zero loss are left out."""
+    exact fractions over all patterns; starts that miss zero loss are left out. The starts go
+    through :func:`companions.train.progress` (a dry run makes the first only)."""
     pats = all_patterns(4)
     found = []
-    for start in range(starts):
+    for start in progress(range(starts), desc="small-norm search, starts"):
         V = search_small_norm(4, list(signs), gamma, steps, generator_for(50 + start))
         if min(margins(signs, V, gamma, pats).values()) > 0:
             _, V = rescale_to_margin_one(signs, V, gamma, pats)
