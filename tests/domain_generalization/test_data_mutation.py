@@ -68,6 +68,13 @@ def test_sums_are_drawn_in_chunks_of_ten_thousand_rows():
     assert torch.allclose(s_r, z[:, :3].sum(1)) and torch.allclose(s_u, z[:, 3])
 
 
+def test_a_dry_run_draws_the_first_chunk_of_sums(monkeypatch):
+    monkeypatch.setenv("COMPANIONS_DRY_RUN", "1")
+    s_r, s_u = data.sample_sums(5, 3, 4, 0.0, gen(7), chunk=2)
+    z = ref_features(2, 3, 4, 0.0, gen(7))
+    assert torch.allclose(s_r, z[:, :3].sum(1)) and torch.allclose(s_u, z[:, 3])
+
+
 def test_two_d_draw_for_draw_and_the_range_of_p():
     def ref(n, p, g, dtype):
         y = torch.where(torch.rand(n, generator=g) < 0.5, 1.0, -1.0).to(dtype)

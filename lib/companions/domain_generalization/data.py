@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import torch
 
+from companions.train import progress
+
 
 def _check_gamma(gamma: float, name: str = "gamma") -> None:
     if not -0.5 < gamma < 0.5:
@@ -50,10 +52,11 @@ def sample_sums(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(S_R, S_U) = (sum_R z_j, sum_U z_j) for n draws, in float64, drawn in chunks of rows.
 
-    By Lemma E.5 the ERM-l2 objective depends on w only through these two sums (E.10).
+    By Lemma E.5 the ERM-l2 objective depends on w only through these two sums (E.10). The
+    chunks go through :func:`companions.train.progress` (a dry run draws the first only).
     """
     s_r, s_u = [], []
-    for start in range(0, n, chunk):
+    for start in progress(range(0, n, chunk), desc=f"sums of {n} draws", leave=False):
         m = min(chunk, n - start)
         z = sample_features(m, r, d, gamma, generator)
         s_r.append(z[:, :r].sum(-1))
