@@ -307,3 +307,9 @@ def test_cost_sweep_rows_are_their_recipe(toy):
         J = gm.select_tokens(gm.filter_scores(toy, ids, r), k)
         assert row["gem"] == gx.generate_costs(toy, ids, t, index=J)
         assert row["gem"]["cache_prefill"] == _cache(k, 1)
+
+
+def test_a_dry_run_counts_the_first_prompt_length_only(toy, monkeypatch):
+    monkeypatch.setenv("COMPANIONS_DRY_RUN", "1")
+    rows = gx.cost_sweep(toy, [12, 20], 4, 2, 2, FILL, torch.Generator().manual_seed(4))
+    assert [row["n"] for row in rows] == [12]

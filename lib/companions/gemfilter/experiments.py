@@ -10,6 +10,7 @@ import torch
 
 from companions.gemfilter import complexity as gc
 from companions.gemfilter import model as gm
+from companions.train import progress
 
 
 @dataclass
@@ -179,9 +180,10 @@ def generate_costs(model, ids: torch.Tensor, t: int, index: torch.Tensor | None 
 def cost_sweep(model, n_values, k, t, r, fillers, generator) -> list[dict]:
     """For each prompt length ``n``: standard generation (prefill ``n``, ``t`` steps) against
     GemFilter (first pass of ``r`` layers on ``n``, then prefill ``k`` and ``t`` steps), counted
-    on ``model``; with the analytic counts of :mod:`companions.gemfilter.complexity`."""
+    on ``model``; with the analytic counts of :mod:`companions.gemfilter.complexity`. The
+    lengths go through :func:`companions.train.progress` (a dry run counts the first only)."""
     rows = []
-    for n in n_values:
+    for n in progress(n_values, desc="cost sweep, prompt lengths"):
         ids, _, _ = gm.needle_prompts(1, n, fillers, generator)
         std = generate_costs(model, ids, t)
         state = {}
