@@ -160,9 +160,15 @@ def test_paper_dry_runs_are_read_apart_and_extrapolated(tmp_path):
     # a dry run that ended after its first loop: the cells after it never ran, so a lower bound
     found["a"]["dry_run"].update(ends_after_loops=1, ended=True)
     row = costs.paper_dry_run_table(found, ["a"]).splitlines()[-1]
-    assert row == "| a | to the end of loop 1 | 1 | 1 | 20 | 10 | 3000 | ≥ 2.8 h |"
+    assert row == "| a | to the end of loop 1 (train) | 1 | 1 | 20 | 10 | 3000 | ≥ 2.8 h |"
     found["a"]["dry_run"]["ended"] = False  # told to end after a loop, but had none: every cell
     assert "| every cell |" in costs.paper_dry_run_table(found, ["a"])
+    # the chapters without one are listed, with the reason where the suite leaves them out
+    gaps = costs.without_dry_run(found, ["a", "b", "gradient-framework"])
+    assert gaps.startswith("Not dry-run at the paper scale in this build: 2 of 3 chapters.")
+    assert "- `b`: no dry-run ledger found in this build" in gaps
+    assert f"- `gradient-framework`: {costs.NOT_IN_SUITE['gradient-framework']}" in gaps
+    assert costs.without_dry_run(found, ["a"]) == ""
     # the smoke and default tables read ledger.load, which leaves the dry run out
     assert list(costs.by_chapter(costs.ledger_mod.load(tmp_path))) == ["b"]
 

@@ -9,12 +9,12 @@ its first step, see ``companions.train``), under a memory cap fixed in advance:
 
 Two depths:
 
-- **In the suite, every chapter** runs until its first tracked loop has run its first step
-  (``COMPANIONS_DRY_RUN_LOOPS=1``: the run then ends, its ledger written). Everything before that
-  point runs at the paper's size: the data, the model, the exact checks that precede training, and
-  one training step, so the shapes, the memory and the device placement of the preset's first
-  steps are checked for every chapter. A chapter whose first loop comes late is slow here; its
-  long loops go through ``progress`` so that a dry run can cut them.
+- **In the suite, every chapter but those of :data:`SLOW`** runs until its first tracked loop has
+  run its first step (``COMPANIONS_DRY_RUN_LOOPS=1``: the run then ends, its ledger written).
+  Everything before that point runs at the paper's size: the data, the model, the exact checks
+  that precede training, and one step of that loop, so the shapes, the memory and the device
+  placement of the preset's first steps are checked for those chapters. A chapter whose first loop
+  comes late is slow here; its long loops go through ``progress`` so that a dry run can cut them.
 - **With ``BOOK_PAPER_DRY_RUN=all``**, every cell runs (each loop cut to its first step). What that
   cannot do, measured on the 2-core test machine under load (helpers' runs, 2026-11-25):
 
@@ -45,6 +45,7 @@ from pathlib import Path
 import pytest
 
 from companions import ledger as ledger_mod
+from companions.book.costs import NOT_IN_SUITE
 from tests.book.test_chapters import CHAPTER_IDS, ROOT
 
 #: ``RLIMIT_AS`` of the chapter's process and kernel (bytes), fixed before any measurement.
@@ -121,33 +122,10 @@ WHOLE_RUN_MEASURED: dict[str, str] = {
     "gemfilter": "over 900 s wall (timed out) in a clean-clone .ci/run, beside the other tests",
 }
 
-#: The rule, fixed before the measurements below: a chapter runs in the suite when its dry run to
-#: the end of its first loop took at most half of :data:`TIMEOUT` (90 s wall), measured one chapter
-#: at a time on the 2-core machine beside low-priority (nice 19) mutation runs, 2026-11-27.
-_FIRST_OVER = "over {} s wall (stopped) before its first loop had run one step"
-#: chapter -> what keeps it out of the suite: the paper-size work before its first training step
-#: (or that step itself) takes minutes on a CPU. ``BOOK_PAPER_DRY_RUN=all`` runs them, whole.
-SLOW: dict[str, str] = {
-    "emergence-first-steps": _FIRST_OVER.format(150)
-    + ": the first two steps on the enumerated support (2^16 points), which are the chapter",
-    "emergence-no-structure": _FIRST_OVER.format(150) + ": the parity-concept counts over every "
-    "subset, then the network's data and first steps at n = 50000",
-    "emergence-experiments": "130 s wall to the end of its first loop (103 s in the kernel)",
-    "gradient-framework": _FIRST_OVER.format(150)
-    + "; its whole dry run runs out of memory (see STOPS)",
-    "gradient-mixtures": _FIRST_OVER.format(150) + ": the 10^6 x 300 Monte Carlo sample",
-    "gradient-parities": _FIRST_OVER.format(150),
-    "fourier-max-margin": _FIRST_OVER.format(150) + ": construction reports over every p^k input",
-    "fourier-training": _FIRST_OVER.format(100) + ": one full-batch step over 47^4 = 4.9e6 inputs",
-    "fourier-transformer": _FIRST_OVER.format(100) + ": the split of p^k inputs and the model",
-    "icl-scale-regression": _FIRST_OVER.format(100) + ": Monte Carlo population checks",
-    "icl-scale-parity": _FIRST_OVER.format(100) + ": 10^6 noise draws per M",
-    "contrastive-setting": _FIRST_OVER.format(100) + ": Monte Carlo of 2e6 pairs and 5e6 draws",
-    "fine-labels-coarse": _FIRST_OVER.format(100) + ": the first step at the paper's widths",
-    "fine-labels-fine": _FIRST_OVER.format(100) + ": the first step at the paper's widths",
-    "dg-nuclear-norm": _FIRST_OVER.format(100) + ": the Monte Carlo population sweep over lambda",
-    "gemfilter": _FIRST_OVER.format(100) + ": the cost sweep of the paper-size model",
-}
+#: chapter -> what keeps it out of the suite (the rule and the measurements are in
+#: ``companions.book.costs``, whose page lists them): the paper-size work before its first training
+#: step (or that step itself) takes minutes on a CPU. ``BOOK_PAPER_DRY_RUN=all`` runs them, whole.
+SLOW: dict[str, str] = NOT_IN_SUITE
 
 
 class DryRunStopped(AssertionError):

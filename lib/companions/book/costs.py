@@ -50,6 +50,55 @@ def dry_runs(folder: str | os.PathLike | None = None) -> dict[str, dict]:
     }
 
 
+_STILL_RUNNING = "still in {} at 180 s wall, before its first tracked loop had run one step"
+#: chapter -> why the test suite does not dry-run its ``paper`` preset: the paper-size work before
+#: its first tracked loop has run one step (or that step itself) takes minutes on a CPU. The rule,
+#: fixed before any was measured (2026-11-27): a chapter runs in the suite when its dry run to the
+#: end of its first loop takes at most half of the suite's timeout (90 s wall). Measured
+#: 2026-11-28, one chapter at a time on the 2-core machine, one thread, stopped at 180 s.
+#: ``BOOK_PAPER_DRY_RUN=all`` runs these too (tests/book/test_paper_dry_run.py).
+NOT_IN_SUITE: dict[str, str] = {
+    "gradient-framework": "its sample alone is seeds x n x d = 10 x 200000 x 1000 float64 = "
+    "16 GB, twice the memory cap (measured 2026-11-25)",
+    "gradient-parities": _STILL_RUNNING.format(
+        "the exact margins of the parity ground truths (every k of gt_k, every r of gt_r)"
+    ),
+    "fourier-max-margin": _STILL_RUNNING.format(
+        "the construction report over all p^k = 47^4 inputs, after 31 s of sympy identities "
+        "(k up to 7) and 39 s of brute-force checks"
+    ),
+    "fourier-training": _STILL_RUNNING.format(
+        "the trainer's first step, whose log evaluates every width over all p^k = 47^4 "
+        "inputs in float64"
+    ),
+    "fourier-transformer": _STILL_RUNNING.format(
+        "the cell that splits the p^k = 31^4 inputs and takes the first training step"
+    ),
+    "fine-labels-coarse": _STILL_RUNNING.format(
+        "the cell that draws the test sets and takes the first training step at the paper's widths"
+    ),
+    "fine-labels-fine": _STILL_RUNNING.format(
+        "the cell that draws the test sets and takes the first training step at the paper's widths"
+    ),
+}
+
+
+def without_dry_run(dry: dict[str, dict], order: list[str]) -> str:
+    """A Markdown list of the chapters in ``order`` that have no paper dry-run ledger in ``dry``,
+    each with the reason (:data:`NOT_IN_SUITE`, else that this build found none); empty when every
+    chapter has one."""
+    missing = [c for c in order if c not in dry]
+    lines = [
+        f"- `{c}`: {NOT_IN_SUITE.get(c, 'no dry-run ledger found in this build')}" for c in missing
+    ]
+    if not lines:
+        return ""
+    return (
+        f"Not dry-run at the paper scale in this build: {len(missing)} of {len(order)} "
+        "chapters.\n\n" + "\n".join(lines)
+    )
+
+
 def _duration(seconds: float | None) -> str:
     """``–``, ``N s`` below an hour, else ``N.N h``."""
     if seconds is None:
@@ -62,7 +111,8 @@ def paper_dry_run_table(dry: dict[str, dict], order: list[str]) -> str:
     dry run's wall and CPU seconds and peak memory, and the CPU time extrapolated from the first
     steps of each loop (:func:`companions.train.extrapolated_seconds`): of the whole paper run
     where the dry run ran every cell, of the cells up to its end (``≥``, a lower bound on the
-    whole run) where it ended after its first loops (``$COMPANIONS_DRY_RUN_LOOPS``)."""
+    whole run) where it ended after its first loops (``$COMPANIONS_DRY_RUN_LOOPS``), with the
+    name of the last loop it ran. :func:`without_dry_run` lists the chapters it leaves out."""
     rows = [
         "| chapter | ran | steps per loop | loops cut | dry run wall s | dry run CPU s "
         "| peak memory MiB | paper CPU time, extrapolated |",
@@ -73,8 +123,10 @@ def paper_dry_run_table(dry: dict[str, dict], order: list[str]) -> str:
         if led is None:
             continue
         record = led["dry_run"]
+        outermost = [loop["desc"] for loop in record["loops"] if loop.get("parent") is None]
         ran = (
             f"to the end of loop {record['ends_after_loops']}"
+            + (f" ({outermost[-1]})" if outermost and outermost[-1] else "")
             if record.get("ended")
             else "every cell"
         )
