@@ -49,14 +49,18 @@ def sample_sums(
     generator: torch.Generator,
     chunk: int = 10_000,
     device=None,
+    progress_bar: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(S_R, S_U) = (sum_R z_j, sum_U z_j) for n draws, in float64, drawn in chunks of rows.
 
     By Lemma E.5 the ERM-l2 objective depends on w only through these two sums (E.10). The
-    chunks go through :func:`companions.train.progress` (a dry run draws the first only).
+    chunks go through :func:`companions.train.progress`, so a dry run draws the first only; its
+    bar shows only with ``progress_bar`` (the sweeps call this inside their own bars, and a bar
+    drawn inside another writes terminal control codes).
     """
     s_r, s_u = [], []
-    for start in progress(range(0, n, chunk), desc=f"sums of {n} draws", leave=False):
+    chunks = range(0, n, chunk)
+    for start in progress(chunks, desc=f"sums of {n} draws", disable=not progress_bar):
         m = min(chunk, n - start)
         z = sample_features(m, r, d, gamma, generator)
         s_r.append(z[:, :r].sum(-1))
