@@ -196,6 +196,20 @@ def test_masked_neurons_stay_zero_and_runs_are_independent():
     assert torch.allclose(U.detach(), run.U[1:2], atol=1e-10)
 
 
+def test_a_dry_run_logs_over_the_first_chunk_of_d_p(monkeypatch):
+    # p = 17, k = 3: 4913 inputs, two chunks of the log; one step, logged before it
+    kw = dict(lam=1e-3, log_every=1, dtype=torch.float64, progress=False, train_fraction=0.5)
+    monkeypatch.setenv("COMPANIONS_DRY_RUN", "1")
+    run = ftr.train(17, 3, [4], 5, 0.05, torch.Generator().manual_seed(8), **kw)
+    assert run.steps == [0, 5]  # one step run, logged before it and at the (planned) end
+    a, y = fnet.dataset(17, 3)
+    logits = fnet.forward(run.U0, run.W0, a[:4096])[0]
+    ce = torch.nn.functional.cross_entropy(logits, y[:4096])
+    assert float(run.loss[0, 0]) == pytest.approx(float(ce), rel=1e-12)
+    hits = (logits.argmax(-1) == y[:4096]).double()
+    assert float(run.accuracy[0, 0]) == pytest.approx(float(hits.mean()), abs=1e-12)
+
+
 def test_train_fraction_trains_on_its_part_only_and_logs_the_rest():
     kw = dict(lam=1e-3, log_every=10, dtype=torch.float64, progress=False)
     whole = ftr.train(5, 2, [6], 20, 0.05, torch.Generator().manual_seed(8), **kw)

@@ -217,9 +217,17 @@ def test_accuracy_counts_by_hand_in_and_out_of_chunks():
     for chunk in (1, 2, 4, 5):
         assert ft.accuracy(m, a, y, chunk=chunk) == pytest.approx(0.4, abs=1e-7)
     assert ft.accuracy(m, a, y, chunk=2) == float(torch.tensor(2 / 5, dtype=torch.float32))
-    assert ft.EVAL_CHUNK == 16384  # stated in the source
+    assert ft.EVAL_CHUNK == 8192  # stated in the source
     with pytest.raises(ValueError, match="'chunk' = -1"):
         ft.accuracy(m, a, y, chunk=-1)
+
+
+def test_a_dry_run_counts_the_first_chunk_of_the_accuracy(monkeypatch):
+    a = torch.tensor([[0, 0], [1, 0], [2, 1], [1, 1], [0, 2]])
+    y = torch.tensor([0, 1, 0, 2, 2])  # right on rows 0, 1
+    monkeypatch.setenv("COMPANIONS_DRY_RUN", "1")
+    assert ft.accuracy(_Fixed(3), a, y, chunk=2) == 1.0  # rows 0, 1 only
+    assert ft.accuracy(_Fixed(3), a, y, chunk=3) == float(torch.tensor(2 / 3, dtype=torch.float32))
 
 
 def _reference_train(model, data, steps, lr, wd, g, batch, log_every, warmup):

@@ -162,7 +162,9 @@ def train(
         with torch.no_grad():
             U64, W64 = untable(E).double(), W.double()
             hmin, ce_sum, hits = None, 0.0, []
-            for i in range(0, n, 4096):
+            # Through progress so that a dry run evaluates the first chunk only; no bar of its
+            # own, since it runs inside the training bar.
+            for i in progress_bar(range(0, n, 4096), desc="log over D_p", disable=True):
                 logits = forward(U64, W64, a[i : i + 4096])
                 yc = y[i : i + 4096]
                 g = margins(logits, yc).amin(-1)
@@ -173,12 +175,13 @@ def train(
                 ce_sum = ce_sum + ce.reshape(len(widths), -1).sum(-1)
                 hits.append(logits.argmax(-1) == yc)
             hits = torch.cat(hits, -1).double()
+            seen = hits.shape[-1]  # n, except in a dry run
             run.steps.append(t)
             run.rho.append((hmin / norm_ab(U64, W64, k + 1).pow(k + 1) / gs).cpu())
-            run.loss.append((ce_sum / n).cpu())
+            run.loss.append((ce_sum / seen).cpu())
             run.accuracy.append(hits.mean(-1).cpu())
             if held_out is not None:
-                run.test_accuracy.append(hits[:, held_out].mean(-1).cpu())
+                run.test_accuracy.append(hits[:, held_out[held_out < seen]].mean(-1).cpu())
 
     step = training_step(
         p, k, E, W, opt, generator, regularizer, lam, batch, a_train, y_train, held_out is None

@@ -227,23 +227,29 @@ def train_transformer(
 
 
 #: Inputs per forward pass when :func:`accuracy` evaluates a whole split: at the paper preset
-#: (p = 31, k = 4, 160 heads) one pass over the 461760 training inputs would hold 35 GiB of queries.
-EVAL_CHUNK = 16384
+#: (p = 31, k = 4, 160 heads) one pass over the 461760 training inputs would hold 35 GiB of queries,
+#: and a chunk of 16384 went past the 8 GiB cap of the paper dry run (a 1.3 GB allocation failed).
+#: The smoke and default splits are smaller than one chunk.
+EVAL_CHUNK = 8192
 
 
 def accuracy(model: nn.Module, a: torch.Tensor, y: torch.Tensor, chunk: int = EVAL_CHUNK) -> float:
     """The fraction of ``a`` that ``model`` answers ``y``, evaluated ``chunk`` inputs at a time
     (memory bounded at any split size) and reported as float32's mean of the hits, which is what
-    one pass gives: the count of hits is exact below 2^24 inputs."""
+    one pass gives: the count of hits is exact below 2^24 inputs. The chunks go through
+    :func:`companions.train.progress` without a bar (training logs call this inside its bar), so
+    a dry run evaluates the first chunk only."""
+    from companions.train import progress
+
     if chunk < 1:
         raise ValueError(f"parameter 'chunk' = {chunk!r} is not allowed: expected >= 1")
     if len(y) <= chunk:
         return float((model(a).argmax(-1) == y).float().mean())
-    hits = sum(
-        int((model(a[i : i + chunk]).argmax(-1) == y[i : i + chunk]).sum())
-        for i in range(0, len(y), chunk)
-    )
-    return float(torch.tensor(float(hits), dtype=torch.float32) / len(y))
+    hits = seen = 0
+    for i in progress(range(0, len(y), chunk), desc="accuracy", disable=True):
+        hits += int((model(a[i : i + chunk]).argmax(-1) == y[i : i + chunk]).sum())
+        seen += len(y[i : i + chunk])
+    return float(torch.tensor(float(hits), dtype=torch.float32) / seen)
 
 
 def gap_weakens(gaps_by_k: dict) -> bool | None:
