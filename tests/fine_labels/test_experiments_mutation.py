@@ -129,13 +129,13 @@ def test_run_with_a_net_and_the_defaults(cfg, monkeypatch):
     assert net is given and calls["init"] == []
     ((args, kw),) = calls["train"]
     assert args[7] == 200 and args[8] == fx.log_times(9, 3)
-    assert kw == {"B": None, "progress": None}
+    assert kw == {"B": None, "progress": True}
 
 
 def test_finetune_trains_on_coarse_labels_through_the_max(cfg, monkeypatch):
     calls = _record(monkeypatch)
     net = SimpleNamespace(C=6)
-    hist = fx.finetune(cfg, _Runtime(), net, 11, "tests", offset=2, progress=True)
+    hist = fx.finetune(cfg, _Runtime(), net, 11, "tests", offset=2, progress=False)
     assert hist == {"t": "history"}
     ((args, kw),) = calls["train"]
     assert args[0] is net and args[1] == fx.data_config(cfg)
@@ -146,9 +146,9 @@ def test_finetune_trains_on_coarse_labels_through_the_max(cfg, monkeypatch):
     assert torch.equal(args[6](y, c, None), fdata.coarse_labels(y, c, 4))
     F = torch.arange(12.0).reshape(1, 2, 6) % 5
     assert torch.equal(kw["scores_fn"](F), fmodel.aggregate(F, 3, "max"))
-    assert kw["progress"] is True
+    assert kw["progress"] is False
     fx.finetune(cfg, _Runtime(), net, 11, "tests")
-    assert calls["train"][-1][0][7] == 300 and calls["train"][-1][1]["progress"] is None
+    assert calls["train"][-1][0][7] == 300 and calls["train"][-1][1]["progress"] is True
 
 
 def test_decide_above_and_within_boundaries(monkeypatch):

@@ -64,7 +64,7 @@ def labeller(kind: str, k: int, groups: int | None = None):
 
 
 def run(cfg, rt, kind: str, steps: int, tests, groups=None, B=None, offset=0, net=None, n_logs=None,
-        progress=None):  # fmt: skip
+        progress=True):  # fmt: skip
     """Initialise (unless ``net`` is given) and train one model of each seed. ``kind`` as in
     :func:`labeller`; returns ``(net, history)``."""
     dcfg = data_config(cfg)
@@ -82,7 +82,7 @@ def run(cfg, rt, kind: str, steps: int, tests, groups=None, B=None, offset=0, ne
     return net, hist
 
 
-def finetune(cfg, rt, net, steps, tests, offset=0, progress=None):
+def finetune(cfg, rt, net, steps, tests, offset=0, progress=True):
     """Fine-tuning (the remark after Theorem G.3, eqs. 234-235): keep training the fine model on
     coarse labels through ``hat F = max_c F_{y,c}`` with the same SGD and bias rule."""
     dcfg = data_config(cfg)

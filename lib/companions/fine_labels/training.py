@@ -15,6 +15,7 @@ import torch
 
 from companions.fine_labels import data as fdata
 from companions.fine_labels import model as fmodel
+from companions.train import progress as progress_bar
 
 
 def label_dL_dF(scores_fn, F: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -119,9 +120,11 @@ def train(
     W0: torch.Tensor | None = None,
     b0: torch.Tensor | None = None,
     n_noise: int = 256,
-    progress: Callable | None = None,
+    progress: bool = True,
 ) -> dict:
-    """Train ``net`` in place for ``steps`` fresh batches; log at ``log_times`` (steps done).
+    """Train ``net`` in place for ``steps`` fresh batches; log at ``log_times`` (steps done). The
+    steps go through :func:`companions.train.progress` (its bar unless ``progress`` is False; a
+    dry run takes the first, with the log before it).
 
     ``labels_of(y, c, g)`` gives the trained labels; ``tests`` maps names to ``(X, y)`` test sets
     (coarse target, read through ``how`` when the model has more than two outputs). Logged, each
@@ -176,7 +179,7 @@ def train(
         gain = torch.where(off[None], gain, torch.full_like(gain, -math.inf))
         hist["offdiag"].append(gain.amax((1, 2)).cpu())
 
-    for t in range(steps + 1):
+    for t in progress_bar(range(steps + 1), desc=f"SGD, {net.C} outputs", disable=not progress):
         if t in log_times:
             log(t)
         if t == steps:
@@ -194,8 +197,6 @@ def train(
                     at_T0[name][new] = a.cpu()[new]
 
         sgd_step(net, X, lab, eta, lam_b, scores_fn, stop_time if B is not None else None)
-        if progress is not None:
-            progress(1)
     out = {
         "t": torch.tensor(hist["t"]),
         "acc": {n: torch.stack(v) for n, v in hist["acc"].items()},
