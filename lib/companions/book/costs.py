@@ -67,19 +67,6 @@ NOT_IN_SUITE: dict[str, str] = {
         "the construction report over all p^k = 47^4 inputs, after 31 s of sympy identities "
         "(k up to 7) and 39 s of brute-force checks"
     ),
-    "fourier-training": _STILL_RUNNING.format(
-        "the trainer's first step, whose log evaluates every width over all p^k = 47^4 "
-        "inputs in float64"
-    ),
-    "fourier-transformer": _STILL_RUNNING.format(
-        "the cell that splits the p^k = 31^4 inputs and takes the first training step"
-    ),
-    "fine-labels-coarse": _STILL_RUNNING.format(
-        "the cell that draws the test sets and takes the first training step at the paper's widths"
-    ),
-    "fine-labels-fine": _STILL_RUNNING.format(
-        "the cell that draws the test sets and takes the first training step at the paper's widths"
-    ),
 }
 
 
