@@ -79,6 +79,17 @@ def test_forward_in_chunks_is_eq_2(chunk):
     assert float(Z[1, 4, 2, 5]) == pytest.approx(float(X[1, 4, 2] @ net.W[1, 5] + net.b[1, 5]))
 
 
+def test_a_dry_run_scores_the_first_chunk_and_seen_keeps_its_labels(monkeypatch):
+    net = fmodel.init(2, 3, 2, 4, 1.0, 0.2, g(1), dtype=F64)
+    X = torch.randn(2, 7, 3, 4, generator=g(2), dtype=F64)
+    y = torch.arange(14).reshape(2, 7)
+    assert torch.equal(fmodel.seen(y, fmodel.forward(net, X, chunk=3)), y)
+    monkeypatch.setenv("COMPANIONS_DRY_RUN", "1")
+    F = fmodel.forward(net, X, chunk=3)
+    assert torch.allclose(F, forward_by_hand(net, X[:, :3]), atol=1e-12)
+    assert torch.equal(fmodel.seen(y, F), y[:, :3])
+
+
 def test_aggregate_rules_and_errors():
     F = torch.tensor([[[1.0, 3.0, 2.0, 0.0, 4.0, 1.0]]])  # k = 3: (1, 3, 2) and (0, 4, 1)
     assert fmodel.aggregate(F, 3).tolist() == [[[3.0, 4.0]]]  # default: the max of Thm 5.2

@@ -166,5 +166,5 @@ def phase_grid(cfg, rt, nets: dict, alphas, s_daggers, n, offset=0):
             X, y = X.to(rt.device), y.to(rt.device)
             for name, (net, how) in nets.items():
                 sc = ftrain.coarse_scores(fmodel.forward(net, X), how)
-                out[name][i, j] = fmodel.accuracy(sc, y).cpu().numpy()
+                out[name][i, j] = fmodel.accuracy(sc, fmodel.seen(y, sc)).cpu().numpy()
     return out

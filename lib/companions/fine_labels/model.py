@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import torch
 
+from companions.train import progress
+
 AGGREGATIONS = ("max", "sum", "logsumexp")
 
 
@@ -58,12 +60,20 @@ def preactivations(net: Net, X: torch.Tensor) -> torch.Tensor:
 
 
 def forward(net: Net, X: torch.Tensor, chunk: int = 512) -> torch.Tensor:
-    """``F`` of shape (S, N, C), eq. (2) (coarse) or (176) (fine); in chunks of samples."""
+    """``F`` of shape (S, N, C), eq. (2) (coarse) or (176) (fine); in chunks of samples. The
+    chunks go through :func:`companions.train.progress` without a bar, so a dry run evaluates the
+    first only: ``F`` then covers the first ``chunk`` samples (see :func:`seen`)."""
     out = []
-    for i in range(0, X.shape[1], chunk):
+    for i in progress(range(0, X.shape[1], chunk), desc="forward", disable=True):
         h = preactivations(net, X[:, i : i + chunk]).relu_().sum(2)  # (S, n, C m): sum over patches
         out.append(h.reshape(h.shape[0], h.shape[1], net.C, net.m).sum(-1))
     return torch.cat(out, 1)
+
+
+def seen(y: torch.Tensor, F: torch.Tensor) -> torch.Tensor:
+    """The labels ``y`` (S, N) of the samples that ``F`` (S, n, C) scores: all of them, except
+    in a dry run, where :func:`forward` stops after its first chunk."""
+    return y[:, : F.shape[1]]
 
 
 def aggregate(F: torch.Tensor, groups: int, how: str = "max") -> torch.Tensor:

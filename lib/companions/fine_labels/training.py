@@ -97,7 +97,7 @@ def evaluate(net, tests, how="max", scores=False):
     out, sc = {}, {}
     for name, (X, y) in tests.items():
         sc[name] = coarse_scores(fmodel.forward(net, X), how)
-        out[name] = fmodel.accuracy(sc[name], y)
+        out[name] = fmodel.accuracy(sc[name], fmodel.seen(y, sc[name]))
     return (out, sc) if scores else out
 
 
@@ -165,8 +165,9 @@ def train(
         for name, a in accs.items():
             hist["acc"][name].append(a.cpu())
         sc = scores["easy"]
-        right = sc.gather(-1, ye[..., None]).squeeze(-1)
-        hist["margin"].append((right - sc.scatter(-1, ye[..., None], -math.inf).amax(-1)).cpu())
+        y_sc = fmodel.seen(ye, sc)
+        right = sc.gather(-1, y_sc[..., None]).squeeze(-1)
+        hist["margin"].append((right - sc.scatter(-1, y_sc[..., None], -math.inf).amax(-1)).cpu())
         hist["A"].append(fmodel.growth(net.W, W0, feats, det, net.C).cpu())
         hist["R"].append(fmodel.response(net, feats).cpu())
         hist["bias"].append(net.b.mean(-1).cpu())
