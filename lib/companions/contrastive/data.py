@@ -235,8 +235,9 @@ def pair_moments(
         n = min(chunk, pairs - start)
         b = sample_batch(M, probs, sigma, n, L, mag_low, q, generator, pooled=True)
         ux, uy = L * b.x[0], L * b.y[0]  # u = sum of tokens = L * token mean
-        acc += ((uy @ M[0]).T @ (ux @ M[0])).cpu()
-        acc2 += (((uy @ M[0]) ** 2).T @ ((ux @ M[0]) ** 2)).cpu()
+        px, py = ux @ M[0], uy @ M[0]  # <u, M_j> for every feature j
+        acc += (py.T @ px).cpu()
+        acc2 += ((py**2).T @ px**2).cpu()
         noise_cross += float((ux @ v * (uy @ v)).sum())
         noise_energy += float(((b.x[0] - b.zx[0].mean(-2) @ M[0].T) ** 2).sum()) * L
         done += n
