@@ -9,8 +9,9 @@ its first step, see ``companions.train``), under a memory cap fixed in advance:
 
 Two depths:
 
-- **In the suite, every chapter but those of :data:`SLOW`** runs until its first tracked loop has
-  run its first step (``COMPANIONS_DRY_RUN_LOOPS=1``: the run then ends, its ledger written).
+- **In the suite, every chapter but those of ``NOT_IN_SUITE``** runs until its first tracked
+  loop has run its first step (``COMPANIONS_DRY_RUN_LOOPS=1``: the run then ends, its ledger
+  written).
   Everything before that point runs at the paper's size: the data, the model, the exact checks
   that precede training, and one step of that loop, so the shapes, the memory and the device
   placement of the preset's first steps are checked for those chapters. A chapter whose first loop
@@ -25,8 +26,10 @@ Two depths:
   - :data:`WHOLE_RUN_MEASURED`: what each whole run was measured to take (every case here gets
     :data:`TIMEOUT_ALL`).
 
-  In the suite, :data:`SLOW` lists the chapters whose paper-size work before their first training
-  step (or that step itself) takes minutes on a CPU: they run only with ``BOOK_PAPER_DRY_RUN=all``.
+  In the suite, ``companions.book.costs.NOT_IN_SUITE`` (the rule and the measurements are there,
+  and the page lists them) names the chapters whose paper-size work before their first training
+  step (or that step itself) takes minutes on a CPU: they run only with
+  ``BOOK_PAPER_DRY_RUN=all``.
 
 With ``BOOK_DRY_RUN_LEDGER_DIR`` set, the dry-run ledgers are copied there (the page "What each
 scale costs" reads them).
@@ -122,11 +125,6 @@ WHOLE_RUN_MEASURED: dict[str, str] = {
     "gemfilter": "over 900 s wall (timed out) in a clean-clone .ci/run, beside the other tests",
 }
 
-#: chapter -> what keeps it out of the suite (the rule and the measurements are in
-#: ``companions.book.costs``, whose page lists them): the paper-size work before its first training
-#: step (or that step itself) takes minutes on a CPU. ``BOOK_PAPER_DRY_RUN=all`` runs them, whole.
-SLOW: dict[str, str] = NOT_IN_SUITE
-
 
 class DryRunStopped(AssertionError):
     """The chapter stopped at one of its own checks on its results (see :data:`STOPS`)."""
@@ -146,10 +144,10 @@ def _whole() -> bool:
 def _cases():
     for chapter_id in CHAPTER_IDS:
         marks = []
-        if chapter_id in SLOW and not _whole():
+        if chapter_id in NOT_IN_SUITE and not _whole():
             marks.append(
                 pytest.mark.skip(
-                    reason=f"paper dry run too slow for the suite ({SLOW[chapter_id]}); "
+                    reason=f"paper dry run too slow for the suite ({NOT_IN_SUITE[chapter_id]}); "
                     f"{ALL_ENV}=all runs it"
                 )
             )
