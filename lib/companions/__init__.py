@@ -1,7 +1,9 @@
 """Executable companions to the theory of feature learning: the book's shared library.
 
-What a chapter uses: :func:`preset` (its parameters), :func:`setup` (device, dtype, seed),
-:class:`Ledger` (its claims), and ``companions.plots`` (the book's figure style).
+What a chapter uses: :func:`preset` and :func:`injected_parameters` (its parameters),
+:func:`setup` (device, dtype, seed), :class:`Ledger` (it records what the chapter measured against
+the claims registered in the chapter's declaration, :mod:`companions.claims`), :class:`Estimate` and
+:class:`Undecided` (measured values of a special kind), and ``companions.plots``.
 
 - The core, shared by every chapter: ``scale``, ``ledger``, ``runtime``, ``train``, ``plots``,
   ``losses``, ``stats``, and ``bench`` (``python -m companions bench``).
@@ -60,6 +62,7 @@ def _ask_for_huge_pages() -> None:
 _ask_for_huge_pages()
 
 from companions import runtime as _runtime  # noqa: E402
+from companions.claims import Estimate, Undecided  # noqa: E402
 from companions.ledger import ClaimFailed, Ledger  # noqa: E402
 from companions.runtime import Runtime, setup  # noqa: E402
 from companions.scale import (  # noqa: E402
@@ -69,11 +72,14 @@ from companions.scale import (  # noqa: E402
     Int,
     ListOf,
     chapters,
+    injected_parameters,
     preset,
     register_chapter,
 )
 
 __all__ = [
+    "Estimate",
+    "Undecided",
     "ClaimFailed",
     "Ledger",
     "Runtime",
@@ -84,6 +90,7 @@ __all__ = [
     "Int",
     "ListOf",
     "chapters",
+    "injected_parameters",
     "preset",
     "register_chapter",
 ]

@@ -1,4 +1,13 @@
-"""The claims ledger: every check a chapter makes, written to ``<ledger_dir>/<chapter>.json``.
+"""The claims ledger: every claim a chapter decides, written to ``<ledger_dir>/<chapter>.json``.
+
+A chapter registers its claims in its declaration (:class:`companions.claims.Claim`: the statistic,
+the decision rule with its numbers, how it could fail), and hands the ledger only what it measured:
+``ledger.record({"claim-id": value, ...})``. The registered rule decides; the ledger sets the
+status, refuses an unregistered id, data of the wrong shape or a NaN (naming the claim), and at
+:meth:`Ledger.finish` refuses a registered claim that was never recorded. Its summary and table
+are written from what was decided. Chapters not yet registered still record with :meth:`check` and
+:meth:`compare` (their ``holds`` and ``agrees`` computed in the chapter); those claims are marked
+``registered: false``, and the book counts registered claims only.
 
 A claim has a ``kind`` (what sort of statement it is) and a ``status`` computed here from the
 numbers the chapter passes in, never typed by hand:
@@ -89,6 +98,43 @@ class Claim(dict):
         return claims_table(same or [self])
 
 
+class Recorded(list):
+    """The claims one :meth:`Ledger.record` call decided; a cell ending with the call shows them
+    as a table, not as a list of dicts."""
+
+    def _repr_markdown_(self) -> str:
+        return claims_table(self)
+
+
+def _registered_claims(chapter_id: str) -> dict:
+    """``{id: Claim}`` registered in the chapter's declaration (empty for a chapter that
+    registers none, or an id no topic declares)."""
+    from companions import scale
+
+    try:
+        chapter = scale.get_chapter(chapter_id)
+    except ValueError:
+        return {}
+    return {c.id: c for c in chapter.claims}
+
+
+def _amendment(amendment, measured: Any) -> dict:
+    """An amendment's record, with the status the earlier rule gives the same measured value
+    where that rule is a :class:`~companions.claims.Rule` that can read it."""
+    from companions import claims as registry
+
+    out = amendment.record()
+    if isinstance(amendment.previous, registry.Rule):
+        try:
+            decision = amendment.previous.decide(measured)
+        except (registry.BadMeasurement, TypeError, ValueError):
+            out["previous_status"] = "cannot read this measurement"
+        else:
+            out["previous_verdict"] = decision.verdict
+            out["previous_observed"] = _plain(decision.observed)
+    return out
+
+
 class ClaimFailed(AssertionError):
     """Raised at the end of a chapter when one of its checks fails."""
 
@@ -170,6 +216,7 @@ class Ledger:
         self.params = cfg.params() if hasattr(cfg, "params") else {}
         self.dir = Path(ledger_dir or cfg.get("ledger_dir") or default_dir())
         self.claims: list[dict] = []
+        self.registered = _registered_claims(self.chapter)
         import companions
 
         # From the library's first import (a batch run: the whole chapter, its imports included;
@@ -184,6 +231,13 @@ class Ledger:
             raise ValueError(
                 f"claim id {claim['id']!r} is empty or used twice in chapter {self.chapter!r}"
             )
+        if self.registered and not claim.get("registered"):
+            raise ValueError(
+                f"chapter {self.chapter!r} registers its claims: record {claim['id']!r} with "
+                "ledger.record({id: measured value}), after registering it in the chapter's "
+                "declaration"
+            )
+        claim.setdefault("registered", False)
         if claim["kind"] not in KINDS:
             raise ValueError(f"claim kind {claim['kind']!r} is not one of {KINDS}")
         self.claims.append(Claim({k: _plain(v) for k, v in claim.items()}, self))
@@ -191,6 +245,76 @@ class Ledger:
         if cell is not None:  # where the claim is computed: the book's ledger page links there
             self.claims[-1]["cell"] = cell
         return self.claims[-1]
+
+    def record(self, measured: dict, notes: dict | None = None) -> Recorded:
+        """Decide registered claims from what the chapter measured: ``{claim id: value}``, where
+        the value has the shape the claim's rule reads (a number, values per seed, a pair of value
+        lists, ...; see :mod:`companions.claims`). ``notes``: ``{claim id: short text}`` about this
+        run (sizes it ran at), shown beside the verdict. Returns the recorded claims (a cell that
+        ends with this call shows them as a table).
+
+        Raises ``ValueError``, naming the claim, for an id the chapter did not register, a claim
+        recorded twice, and a value its rule cannot decide (wrong shape, NaN, one seed)."""
+        if not isinstance(measured, dict) or not measured:
+            raise ValueError("record() takes a non-empty dict {claim id: measured value}")
+        notes = dict(notes or {})
+        stray = sorted(set(notes) - set(measured))
+        if stray:
+            raise ValueError(f"notes name claim(s) {stray} that this call does not record")
+        if not self.registered:
+            raise ValueError(
+                f"chapter {self.chapter!r} registers no claims: declare them in its Chapter "
+                "(claims=...) before recording them"
+            )
+        out = Recorded()
+        for claim_id, value in measured.items():
+            out.append(self._record_one(claim_id, value, str(notes.get(claim_id, ""))))
+        return out
+
+    def _record_one(self, claim_id: str, value: Any, note: str) -> dict:
+        from companions import claims as registry
+
+        spec = self.registered.get(claim_id)
+        if spec is None:
+            raise ValueError(
+                f"claim {claim_id!r} is not registered for chapter {self.chapter!r}: "
+                f"its claims are {sorted(self.registered)}"
+            )
+        try:
+            if isinstance(value, registry.Undecided):
+                decision = registry.Decision(None, None, "not decided", {})
+                note = "; ".join(x for x in (value.reason, note) if x)
+            else:
+                decision = spec.rule.decide(value)
+        except registry.BadMeasurement as exc:
+            if not _dry_run_record():
+                raise ValueError(f"claim {claim_id!r} of chapter {self.chapter!r}: {exc}") from None
+            decision = registry.Decision(None, None, "not decided", {})
+            note = f"dry run: {exc}"
+        undecided = decision.observed is None and decision.verdict is None
+        status = "inconclusive" if undecided else spec.status(decision.verdict)
+        entry = dict(
+            id=spec.id,
+            source=spec.source,
+            kind=spec.kind,
+            statistic=spec.statistic,
+            rule=spec.rule.text(),
+            could_fail=spec.could_fail,
+            status=status,
+            expected=spec.rule.text(),
+            observed=decision.observed,
+            shown=decision.shown,
+            note=note,
+            registered=True,
+            **decision.extra,
+        )
+        if status == "inconclusive":
+            entry["decides"] = spec.decides
+        if spec.amended and not isinstance(value, registry.Undecided):
+            entry["amended"] = [_amendment(a, value) for a in spec.amended]
+        elif spec.amended:
+            entry["amended"] = [a.record() for a in spec.amended]
+        return self._add(entry)
 
     def check(
         self,
@@ -325,12 +449,50 @@ class Ledger:
         """The ledger's file, ``<dir>/<chapter>.json``."""
         return self.dir / f"{self.chapter}.json"
 
+    @property
+    def missing(self) -> list[str]:
+        """Registered claims not recorded yet."""
+        recorded = {c["id"] for c in self.claims}
+        return [cid for cid in self.registered if cid not in recorded]
+
+    def status(self, claim_id: str) -> str:
+        """The status of a recorded claim (``KeyError`` naming it if it was not recorded)."""
+        for claim in self.claims:
+            if claim["id"] == claim_id:
+                return claim["status"]
+        raise KeyError(f"claim {claim_id!r} is not recorded in chapter {self.chapter!r}")
+
+    def choose(self, claim_id: str, **by_status: str) -> str:
+        """The text for the recorded claim's status, from ``by_status`` (``holds=...``,
+        ``reproduced=...``, ...): a sentence that reads correctly whatever the status is. A status
+        with no text given raises ``KeyError``, naming it."""
+        status = self.status(claim_id)
+        unknown = sorted(set(by_status) - set(STATUSES))
+        if unknown:
+            raise ValueError(f"choose(): {unknown} are not statuses; expected some of {STATUSES}")
+        if status not in by_status:
+            raise KeyError(f"claim {claim_id!r} is {status!r}, and no text was given for it")
+        return by_status[status]
+
+    def summary(self) -> str:
+        """The chapter's summary, written from its ledger (Markdown): the counts, then every
+        claim that differs, is inconclusive or fails, with its one-line reason, and every amended
+        rule (:func:`summary_markdown`)."""
+        return summary_markdown(self.claims)
+
     def finish(self, display: bool = True) -> None:
-        """Write the ledger (to :attr:`path`), show its table, and raise :class:`ClaimFailed` if
-        any check failed. It returns nothing, so a chapter's last cell shows only the table."""
+        """Write the ledger (to :attr:`path`), show the summary and the table, and raise
+        :class:`ClaimFailed` if any check failed. A registered claim the chapter never recorded
+        raises ``ValueError``, naming it, before anything is written (a dry run that cut its
+        loops is let through). It returns nothing, so the last cell shows only the tables."""
+        if self.missing and not _dry_run_record():
+            raise ValueError(
+                f"chapter {self.chapter!r} registers claim(s) {self.missing} but never recorded "
+                "them: record each with ledger.record(...)"
+            )
         path = self.write()
         if display:
-            _show_markdown(self.table())
+            _show_markdown(self.summary() + "\n\n" + self.table())
         if self.failed and not _dry_run_record():
             names = ", ".join(f"{c['id']} ({c['source']})" for c in self.failed)
             raise ClaimFailed(
@@ -405,28 +567,93 @@ def _fmt(value: Any) -> str:
         return f"{value:.4g}"
     if isinstance(value, list):
         return "[" + ", ".join(_fmt(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "; ".join(f"{k}: {_fmt(v)}" for k, v in value.items())
     return "" if value is None else str(value)
 
 
+def observed_text(claim: dict) -> str:
+    """What a claim observed, in a few characters (the rule's own rendering where it gave one)."""
+    return str(claim["shown"]) if claim.get("shown") else _fmt(claim.get("observed"))
+
+
+def claim_note(claim: dict) -> str:
+    """The note a table shows: the run's note, what would decide an inconclusive claim, and the
+    amendments with the earlier rule's verdict."""
+    parts = [str(claim.get("note") or "").strip()]
+    if claim.get("status") == "inconclusive" and claim.get("decides"):
+        needs = claim.get("seeds_to_decide")
+        more = f"; about {needs} seeds at this mean and spread" if needs else ""
+        parts.append(f"decided at: {claim['decides']}{more}")
+    for a in claim.get("amended", []):
+        earlier = ""
+        if "previous_verdict" in a:
+            v = a["previous_verdict"]
+            earlier = f" (verdict under it: {'undecided' if v is None else v})"
+        parts.append(f"amended {a['date']}: earlier rule {a['previous']}{earlier}; {a['reason']}")
+    return "; ".join(p for p in parts if p)
+
+
 def claims_table(claims: Iterable[dict], chapter_column: bool = False) -> str:
+    """The claims as a Markdown table: claim, source, status, statistic, rule, observed, note."""
     head = ["chapter"] if chapter_column else []
-    head += ["claim", "source", "kind", "status", "expected", "observed", "note"]
+    head += ["claim", "source", "status", "statistic", "rule", "observed", "note"]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for c in claims:
         cells = [c.get("chapter", "")] if chapter_column else []
         cells += [
             c["id"],
             c["source"],
-            c["kind"],
             f"**{c['status']}**",
-            _fmt(c["expected"]),
-            _fmt(c["observed"]),
-            c.get("note", ""),
+            c.get("statistic", ""),
+            c.get("rule") or _fmt(c.get("expected")),
+            observed_text(c),
+            claim_note(c),
         ]
         rows.append(
             "| " + " | ".join(str(x).replace("|", "\\|").replace("\n", " ") for x in cells) + " |"
         )
     return "\n".join(rows)
+
+
+def counted(claims: Iterable[dict]) -> list[dict]:
+    """The claims the book counts: registered ones. A ledger with no registered claim (a chapter
+    not yet moved to registered claims) is counted whole."""
+    claims = list(claims)
+    registered = [c for c in claims if c.get("registered")]
+    return registered if registered else claims
+
+
+def summary_markdown(claims: Iterable[dict]) -> str:
+    """A chapter's summary from its claims: the counts by status, then each claim that differs,
+    is inconclusive or fails, with its one-line reason, and each amended rule."""
+    claims = counted(claims)
+    counts = {s: sum(c["status"] == s for c in claims) for s in STATUSES}
+    parts = [f"{counts[s]} {s}" for s in STATUSES if counts[s] or s != "fails"]
+    lines = [f"**Summary.** This run decided {len(claims)} claims: " + ", ".join(parts) + "."]
+    for status, heading in (
+        ("fails", "Fails"),
+        ("differs", "Differs"),
+        ("inconclusive", "Inconclusive"),
+    ):
+        for c in claims:
+            if c["status"] != status:
+                continue
+            why = claim_note(c) if status == "inconclusive" else (c.get("note") or "")
+            if status != "inconclusive" and c.get("could_fail"):
+                why = (why + "; " if why else "") + f"what this means: {c['could_fail']}"
+            lines.append(
+                f"- **{heading}:** `{c['id']}` ({c['source']}): {c.get('statistic') or ''} "
+                f"{observed_text(c)} against the rule {c.get('rule') or _fmt(c.get('expected'))}"
+                + (f". {why}" if why else "")
+            )
+    for c in claims:
+        for a in c.get("amended", []):
+            lines.append(
+                f"- **Amended:** `{c['id']}`, on {a['date']}: the rule was {a['previous']}; "
+                f"{a['reason']}"
+            )
+    return "\n".join(lines)
 
 
 def load(ledger_dir: str | os.PathLike | None = None, dry_runs: bool = False) -> list[dict]:

@@ -142,6 +142,9 @@ Spec = Int | Float | Choice | ListOf
 class Chapter:
     """A chapter of the book: its id, notebook, parameter specs and presets per scale.
 
+    ``claims`` are the chapter's registered claims (:class:`companions.claims.Claim`), declared
+    before the chapter decides them; its ledger decides each from what the chapter measured.
+
     ``checks`` are cross-parameter constraints: callables taking the resolved parameter dict and
     returning an error message (naming the parameter) or ``None``. ``snap`` moves a point between
     the presets (:func:`between`) to the nearest one the checks accept (a prime, a multiple): it
@@ -156,8 +159,12 @@ class Chapter:
     presets: Mapping[str, Mapping[str, Any]]
     checks: tuple = ()
     snap: Callable[[dict, float], dict] | None = None
+    claims: tuple = ()
 
     def __post_init__(self):
+        from companions.claims import check_registry
+
+        object.__setattr__(self, "claims", check_registry(self.id, self.claims))
         missing = [s for s in SCALES if s not in self.presets]
         if missing:
             raise ValueError(f"chapter {self.id!r} has no preset for scale(s) {missing}")
@@ -313,6 +320,47 @@ def preset(chapter_id: str, scale: str | None = None, **overrides: Any) -> Confi
     if overrides.get("ledger_dir") is not None:
         resolved["ledger_dir"] = str(overrides["ledger_dir"])
     return Config(chapter_id, scale, resolved)
+
+
+#: The first line of the cell papermill injects after a notebook's ``parameters`` cell.
+PAPERMILL_MARK = "# Parameters"
+#: The parameters every chapter's ``parameters`` cell sets itself.
+COMMON_CELL = ("scale", "device", "seed", "ledger_dir")
+
+
+def injected_parameters(namespace: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The chapter's knobs that papermill injected (``papermill -p NAME VALUE``, or ``python -m
+    companions run CHAPTER -p NAME VALUE``), for :func:`preset`: the names its injected cell
+    assigns, but for the four every parameters cell sets (:data:`COMMON_CELL`), with their values
+    in ``namespace`` (the notebook's globals; by default IPython's user namespace). Outside a
+    kernel, or when nothing was injected, ``{}``.
+
+    The injected cell is found in the kernel's input history: it is the cell run just before the
+    one calling this (papermill puts it right after the parameters cell), and it starts with
+    papermill's mark, ``# Parameters``. A chapter's parameters cell names only the four common
+    parameters, so each knob is written once, in the chapter's declaration; a name that is not a
+    knob of the chapter reaches :func:`preset`, which names it in its error."""
+    import ast
+
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython is a dependency of the package
+        return {}
+    shell = get_ipython()
+    if shell is None:
+        return {}
+    history = shell.user_ns.get("_ih") or []
+    if len(history) < 2:
+        return {}
+    source = history[-2]  # the last entry is the cell running now
+    if not source.lstrip().startswith(PAPERMILL_MARK):
+        return {}
+    namespace = shell.user_ns if namespace is None else namespace
+    names = []
+    for stmt in ast.parse(source).body:
+        if isinstance(stmt, ast.Assign):
+            names += [t.id for t in stmt.targets if isinstance(t, ast.Name)]
+    return {n: namespace[n] for n in names if n not in COMMON_CELL and n in namespace}
 
 
 def toward(start: float, end: float, t: float) -> float:

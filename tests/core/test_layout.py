@@ -28,6 +28,7 @@ PACKAGE = ROOT / "lib" / "companions"
 CORE = (
     "scale",
     "ledger",
+    "claims",
     "runtime",
     "train",
     "plots",
