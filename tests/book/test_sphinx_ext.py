@@ -112,7 +112,13 @@ def demo_chapter(monkeypatch):
     return chapter
 
 
-def build(tmp_path: Path, monkeypatch, mode: str = "fresh", theme_options: dict | None = None):
+def build(
+    tmp_path: Path,
+    monkeypatch,
+    mode: str = "fresh",
+    theme_options: dict | None = None,
+    chapter_md: str = CHAPTER_MD,
+):
     """Build the demo project; returns (html folder, warnings text)."""
     from sphinx.application import Sphinx
     from sphinx.util.docutils import docutils_namespace, patch_docutils
@@ -120,7 +126,7 @@ def build(tmp_path: Path, monkeypatch, mode: str = "fresh", theme_options: dict 
     src = tmp_path / "src"
     (src / "book" / "part").mkdir(parents=True)
     (src / "book" / "intro.md").write_text(INTRO_MD)
-    (src / "book" / "part" / "chap.md").write_text(CHAPTER_MD)
+    (src / "book" / "part" / "chap.md").write_text(chapter_md)
     (src / "book" / "ledger.md").write_text(
         "# The ledger\n\nEvery claim.\n\n```{ledger-claims}\n```\n"
     )
@@ -250,6 +256,39 @@ def test_missing_ledger_warns(tmp_path, monkeypatch, demo_chapter):
     assert "not run" in _text((html / "book" / "intro.html").read_text())
 
 
+CITING_MD = (
+    CHAPTER_MD
+    + """
+The run found {claim}`c3`; a sentence citing a dropped claim: {claim}`gone`.
+
+$$\\theta^{(t)}=\\theta^{(t-1)}-\\eta\\nabla\\ell \\tag{8.2}$$ (demo-eq-gd)
+
+As {eq}`demo-eq-gd` says.
+
+| claim | source | status |
+|---|---|---|
+| c3 | Theorem 1 | reproduced |
+"""
+)
+
+
+def test_the_claim_role_renders_status_and_value_linked_to_the_ledger_row(
+    tmp_path, monkeypatch, demo_chapter
+):
+    html, warnings = build(tmp_path, monkeypatch, "fresh", chapter_md=CITING_MD)
+    assert "cites claim 'gone', which its ledger does not hold" in warnings
+    assert warnings.count("WARNING") == 1, warnings
+    page = (html / f"{CHAPTER_DOC}.html").read_text()
+    cited = page[page.index("The run found") : page.index("a sentence citing")]
+    assert 'href="#ledger-c3"' in cited and "companions-reproduced" in cited
+    assert "reproduced" in _text(cited)
+    assert 'id="ledger-c3"' in page  # the row of the table whose first cell is the claim
+    assert "gone (not in this run" in _text(page)
+    # the source's equation number, on the equation and in the reference, and not twice
+    assert "(8.2)" in _text(page[page.index("As ") : page.index("says.")])
+    assert '<span class="eqno">(8.2)' in page and "\\tag" not in page
+
+
 def test_stale_ledger_warns(tmp_path, monkeypatch, demo_chapter):
     _, warnings = build(tmp_path, monkeypatch, "stale")
     assert "is older than this build's run" in warnings
@@ -372,7 +411,7 @@ def test_ledger_page_links_every_claim_to_its_cell_and_filters(tmp_path, monkeyp
     assert 'href="part/chap.html#claim-c1"' in table
     assert table.count("href=") == 1, "a claim without a cell on its page is not linked"
     text = _text(table)
-    assert "chapter claim source kind status expected observed note" in text
+    assert "chapter claim source kind status rule observed note" in text
     assert "chap-demo c4 Theorem 1 identity differs" in text
     assert "companions-ledger.js" in page
     script = (html / "_static" / "companions-ledger.js").read_text()

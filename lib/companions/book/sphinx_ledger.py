@@ -20,6 +20,15 @@
    the book, each linked to that cell, in a table that the static script ``companions-ledger.js``
    lets the reader filter by chapter, kind and status, offline.
 
+5. The ``claim`` role, ``{claim}`claim-id```, renders a claim of the page's chapter inline: its
+   status and what it observed, linked to its row in the chapter's ledger table (the rows of that
+   table get ids ``ledger-<id>``). A page that cites a claim its ledger does not hold gets a warning
+   (an error under ``-W``), so a sentence cannot cite a claim that was dropped or renamed.
+
+The banner, the summary and the ledger page count registered claims only
+(:func:`companions.ledger.counted`); a ledger page row shows a claim's rule, and every amendment
+of it, with its date and reason.
+
 Nothing here is typed by hand: every number comes from the ledgers the chapters wrote.
 """
 
@@ -34,7 +43,7 @@ from docutils import nodes
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
-from companions.ledger import STATUSES
+from companions.ledger import STATUSES, claim_note, counted, observed_text
 
 LEDGER_DOC = "book/ledger"
 #: Pages that gather what the chapters wrote: read after every chapter, and always re-read.
@@ -77,8 +86,10 @@ def ledger_dir(srcdir: str | os.PathLike) -> Path:
 
 
 def status_counts(led: dict) -> dict:
-    """``{status: number of claims}`` for the four statuses, in their order."""
-    return {s: sum(c.get("status") == s for c in led.get("claims", [])) for s in STATUSES}
+    """``{status: number of counted claims}`` for every status, in their order (registered
+    claims only, where the ledger has any: :func:`companions.ledger.counted`)."""
+    claims = counted(led.get("claims", []))
+    return {s: sum(c.get("status") == s for c in claims) for s in STATUSES}
 
 
 # -------------------------------------------------------------------------------------------------
@@ -186,6 +197,14 @@ def _add_banner(app, doctree):
     docname = app.env.docname
     chapter = chapter_docs().get(docname)
     if chapter is None:
+        for node in list(doctree.findall(claim_ref)):
+            logger.warning(
+                f"claim {node['claim']!r} is cited on a page that is not a chapter",
+                location=node,
+                type="companions",
+                subtype="claim",
+            )
+            node.replace_self(nodes.literal("", node["claim"]))
         return
     led = _read_ledger(app, docname, chapter)
     banner = chapter_banner(chapter=chapter.id, ledger=led)
@@ -193,6 +212,8 @@ def _add_banner(app, doctree):
     if anchors is None:
         anchors = app.env.companions_claim_anchors = {}
     anchors[docname] = anchor_claims(doctree, led) if led is not None else {}
+    rows = anchor_ledger_rows(doctree, led) if led is not None else {}
+    resolve_claim_roles(doctree, led, rows, docname)
     section = next(iter(doctree.findall(nodes.section)), None)
     if section is not None and section.children and isinstance(section[0], nodes.title):
         section.insert(1, banner)
@@ -234,6 +255,74 @@ def anchor_claims(doctree: nodes.Node, led: dict) -> dict:
             cell["ids"].append(anchor)
         placed[cid] = anchor
     return placed
+
+
+def row_anchor(claim_id: str) -> str:
+    """The HTML id of a claim's row in its chapter's ledger table."""
+    return nodes.make_id(f"ledger-{claim_id}")
+
+
+def anchor_ledger_rows(doctree: nodes.Node, led: dict) -> dict:
+    """Put an id ``ledger-<id>`` on the row of each claim in the chapter's ledger table: the last
+    table row of the page whose first cell is the claim's id (the ledger table comes last; the
+    sections' claims cells show the same rows earlier). Returns ``{claim id: anchor}``."""
+    ids = {str(c.get("id")) for c in led.get("claims", [])}
+    last = {}
+    for row in doctree.findall(nodes.row):
+        entries = [e for e in row.children if isinstance(e, nodes.entry)]
+        if entries and entries[0].astext().strip() in ids:
+            last[entries[0].astext().strip()] = row
+    placed = {}
+    for cid, row in last.items():
+        anchor = row_anchor(cid)
+        if anchor not in row["ids"]:
+            row["ids"].append(anchor)
+        placed[cid] = anchor
+    return placed
+
+
+class claim_ref(nodes.Inline, nodes.TextElement):
+    """Placeholder of the ``claim`` role (``claim``: the id), resolved at ``doctree-read``."""
+
+
+def claim_role(name, rawtext, text, lineno, inliner, options=None, content=None):
+    """``{claim}`id```: the claim's status and observed value, inline, from the page's ledger."""
+    cid = text.strip()
+    return [claim_ref(rawtext, cid, claim=cid)], []
+
+
+def claim_inline(claim: dict, refuri: str | None) -> nodes.Node:
+    """A claim as inline nodes: its status (coloured), then what it observed."""
+    status = str(claim.get("status", ""))
+    box = nodes.inline(classes=["companions-claim-ref"])
+    box += nodes.inline("", status, classes=["companions-status", f"companions-{status}"])
+    box += nodes.Text(f" ({observed_text(claim)})")
+    if refuri is None:
+        return box
+    ref = nodes.reference("", "", internal=True, refuri=refuri, reftitle=str(claim.get("id")))
+    ref += box
+    return ref
+
+
+def resolve_claim_roles(doctree: nodes.Node, led: dict | None, rows: dict, docname: str) -> None:
+    """Replace every ``claim`` role of the page by :func:`claim_inline`; a claim the ledger does
+    not hold is a warning, and renders as its id with "not in this run's ledger"."""
+    by_id = {str(c.get("id")): c for c in (led or {}).get("claims", [])}
+    for node in list(doctree.findall(claim_ref)):
+        cid = node["claim"]
+        claim = by_id.get(cid)
+        if claim is None:
+            if led is not None:
+                logger.warning(
+                    f"the page cites claim {cid!r}, which its ledger does not hold",
+                    location=node,
+                    type="companions",
+                    subtype="claim",
+                )
+            node.replace_self(nodes.literal("", f"{cid} (not in this run's ledger)"))
+            continue
+        anchor = rows.get(cid)
+        node.replace_self(claim_inline(claim, f"#{anchor}" if anchor else None))
 
 
 def _status_nodes(counts: dict) -> list[nodes.Node]:
@@ -283,7 +372,7 @@ def banner_nodes(app, docname: str, chapter_id: str, led: dict | None) -> nodes.
 
     counts = status_counts(led)
     para = nodes.paragraph()
-    para += nodes.Text(f"Its ledger: {len(led['claims'])} claims: ")
+    para += nodes.Text(f"Its ledger: {len(counted(led['claims']))} claims: ")
     para += _status_nodes(counts)
     para += nodes.Text(" (listed at the end of the page and in ")
     para += _link(app, docname, LEDGER_DOC, "the book's ledger")
@@ -384,13 +473,13 @@ def summary_table(app, fromdoc: str) -> nodes.Node:
         counts = status_counts(led)
         for s in STATUSES:
             total[s] += counts[s]
-        claims += len(led["claims"])
+        claims += len(counted(led["claims"]))
         body += row(
             [
                 link,
                 led.get("scale"),
                 led.get("device"),
-                len(led["claims"]),
+                len(counted(led["claims"])),
                 *(counts[s] for s in STATUSES),
             ]
         )
@@ -418,7 +507,7 @@ class LedgerClaims(SphinxDirective):
         return [ledger_claims()]
 
 
-CLAIM_COLUMNS = ("chapter", "claim", "source", "kind", "status", "expected", "observed", "note")
+CLAIM_COLUMNS = ("chapter", "claim", "source", "kind", "status", "rule", "observed", "note")
 
 
 def claims_table(app, fromdoc: str) -> nodes.Node:
@@ -451,7 +540,7 @@ def claims_table(app, fromdoc: str) -> nodes.Node:
     for doc, chapter_id, led in rows:
         placed = anchors.get(doc, {})
         uri = app.builder.get_relative_uri(fromdoc, doc) if doc in app.env.found_docs else None
-        for claim in led["claims"]:
+        for claim in counted(led["claims"]):
             cid = str(claim.get("id", ""))
             if uri is not None and cid in placed:
                 link = nodes.reference("", cid, internal=True, refuri=f"{uri}#{placed[cid]}")
@@ -465,9 +554,9 @@ def claims_table(app, fromdoc: str) -> nodes.Node:
                     claim.get("source", ""),
                     claim.get("kind", ""),
                     nodes.inline("", status, classes=["companions-status", f"companions-{status}"]),
-                    _fmt(claim.get("expected")),
-                    _fmt(claim.get("observed")),
-                    claim.get("note", ""),
+                    claim.get("rule") or _fmt(claim.get("expected")),
+                    observed_text(claim),
+                    claim_note(claim),
                 ],
                 classes=["companions-claim"],
             )
@@ -510,6 +599,8 @@ def setup(app):
     app.add_node(chapter_banner, html=skip, latex=skip, text=skip, man=skip, texinfo=skip)
     app.add_node(ledger_summary, html=skip, latex=skip, text=skip, man=skip, texinfo=skip)
     app.add_node(ledger_claims, html=skip, latex=skip, text=skip, man=skip, texinfo=skip)
+    app.add_node(claim_ref, html=skip, latex=skip, text=skip, man=skip, texinfo=skip)
+    app.add_role("claim", claim_role)
     app.add_directive("ledger-summary", LedgerSummary)
     app.add_directive("ledger-claims", LedgerClaims)
     app.connect("builder-inited", _add_script)

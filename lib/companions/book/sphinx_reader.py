@@ -17,7 +17,11 @@
    builds the repository's environment (requirements.txt, ``.binder/``) and opens the ``.md``
    notebook with Jupytext. The repository is the one given once, as ``repository.url``, in
    ``_config.yml``.
-4. **A clean console.** Two theme-stack slips that print errors in every page's browser console
+4. **The source's equation numbers.** A displayed equation written with ``\\tag{8.2}`` (MathJax
+   shows the tag in a notebook) is numbered (8.2) on the page, and ``{eq}`` cites it as (8.2):
+   the tag is taken out of the LaTeX and becomes the equation's number (with ``math_numfig``
+   off, so that Sphinx does not number it again). Equations without a tag keep Sphinx's numbers.
+5. **A clean console.** Two theme-stack slips that print errors in every page's browser console
    are mended (a doubled sphinx-thebe script, an empty theme mode), so the browser test can
    require a console free of errors.
 """
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 from pathlib import Path
 from urllib.parse import quote
@@ -267,8 +272,30 @@ def _build_finished(app, exc):
     write_notebooks(app)
 
 
+TAG = re.compile(r"\\tag\{([^{}]+)\}")
+
+
+def source_numbers(app, doctree) -> None:
+    """``\\tag{X}`` in a displayed equation becomes its number X, for the page and for ``{eq}``
+    (the tag leaves the LaTeX, so it is not shown twice)."""
+    from docutils import nodes
+
+    domain = app.env.get_domain("math")
+    for node in doctree.findall(nodes.math_block):
+        latex = node.astext()
+        found = TAG.search(latex)
+        if found is None:
+            continue
+        number = found.group(1).strip()
+        node.children = [nodes.Text(TAG.sub("", latex, count=1))]
+        node["number"] = number
+        if node.get("label"):
+            domain.equations[node["label"]] = (app.env.docname, number)
+
+
 def setup(app):
     app.setup_extension("sphinx.ext.mathjax")
+    app.connect("doctree-read", source_numbers)
     app.add_config_value("companions_offline_mathjax", True, "html", types=[bool])
     app.add_config_value("companions_notebooks_branch", "gh-pages", "html", types=[str])
     app.connect("config-inited", _mathjax_config)
