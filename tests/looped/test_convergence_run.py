@@ -1,6 +1,6 @@
 """companions.looped.experiments.convergence_run: every curve it returns against its definition
 (not only the transformer's, and with alpha != 1, where dividing and multiplying by alpha differ),
-and the edges of gap_per_trial and depth_verdict."""
+and the edges of gap_per_trial and depth_log_ratios."""
 
 from __future__ import annotations
 
@@ -53,16 +53,13 @@ def test_gap_per_trial_range_is_checked_at_both_ends():
             lx.gap_per_trial(run, bad)
 
 
-def test_depth_verdict_edges():
-    # exactly at the reach counts; two seeds are enough; the default reach is 1.25
-    ok, n, text = lx.depth_verdict([1.25, 1.25], [5.0, 6.0], 1.0)
-    assert n == 2 and ok is True
-    assert lx.depth_verdict([1.26, 1.26], [5.0, 6.0], 1.0)[1] == 0
-    assert lx.depth_verdict([1.0, 1.0], [5.0, 6.0], 1.0, reach=1.0)[1] == 2
-    assert lx.depth_verdict([1.0], [5.0], 1.0)[:2] == (None, 1)
-    ok, n, text = lx.depth_verdict([1.0, 1.1, 0.9], [10.0, 11.0, 9.5], 1.0)
-    mean = sum(math.log(b / a) for a, b in [(1.0, 10.0), (1.1, 11.0), (0.9, 9.5)]) / 3
-    assert ok is True and n == 3 and text.startswith(f"log(err 4T / err T) = {mean:.2f} ± ")
+def test_depth_log_ratios_keep_only_the_seeds_that_reached():
+    # reach 1.25 of the construction's 1.0: 1.25 is in, 1.26 is out
+    assert lx.depth_log_ratios([1.25, 1.26], [5.0, 6.0], 1.0) == [math.log(5.0 / 1.25)]
+    assert lx.depth_log_ratios([1.0, 1.0], [5.0, 0.5], 1.0, reach=1.0) == [
+        math.log(5.0),
+        math.log(0.5),
+    ]
 
 
 def test_kappa_distribution_default_group_is_ten():

@@ -334,17 +334,6 @@ def test_gap_per_trial_is_theory_minus_log_error_and_refuses_the_floor():
     assert torch.allclose(gap_per_trial(run, 1), torch.tensor([-0.5 + 3.0, -0.25 + 1.0]).double())
 
 
-def test_depth_verdict_decides_only_on_seeds_that_reached_the_construction():
-    from companions.looped.experiments import depth_verdict
-
-    # undertrained seeds (error at T far above the construction's) do not count
-    assert depth_verdict([1.0, 1.0, 1.0], [9.0, 9.0, 9.0], 0.01)[:2] == (None, 0)
-    ok, n, _ = depth_verdict([0.010, 0.011, 0.012], [1.0, 2.0, 1.5], 0.01)
-    assert ok is True and n == 3
-    ok, n, _ = depth_verdict([0.010, 0.011, 0.012], [1e-4, 2e-4, 1.5e-4], 0.01)
-    assert ok is False and n == 3
-
-
 def test_eigenvalues_in_parts_equal_one_batched_call():
     from companions.looped.theory import eigvalsh_in_parts
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -14,8 +15,12 @@ from companions.looped.construction import (
     looped_transformer,
 )
 from companions.looped.theory import (
+    bound_theorem_8_16,
+    bound_theorem_8_25,
+    bound_tight,
     condition_number,
     exact_error_curves,
+    null_space_error,
     prediction_error,
     smoothness,
 )
@@ -110,8 +115,7 @@ def kappa_distribution(
     return kappas, (float(groups.quantile(0.05)), float(groups.quantile(0.95)))
 
 
-#: The average condition numbers the source reports for n = 16, 32, 64, 128 (Section 8.6).
-PAPER_KAPPA_MEANS = {16: 4.57, 32: 3.13, 64: 2.07, 128: 1.62}
+from companions.looped.paper import PAPER_D, PAPER_KAPPA_MEANS, PAPER_TRIALS  # noqa: E402,F401
 
 
 def gap_per_trial(run: ConvergenceRun, t: int) -> torch.Tensor:
@@ -129,22 +133,76 @@ def gap_per_trial(run: ConvergenceRun, t: int) -> torch.Tensor:
     return -(t / run.kappa) - torch.log(run.tf_sq[t])
 
 
-def depth_verdict(trained_at_T, trained_at_4T, construction_at_T: float, reach: float = 1.25):
-    """The trained model's depth extrapolation, decided only on the seeds whose error at the
-    trained depth ``T`` came within ``reach`` times the construction's (training reached it):
-    ``(agrees, reached, text)``. ``agrees`` says whether the error at ``4T`` exceeds the error at
-    ``T`` (mean log ratio over those seeds > 0, :func:`companions.stats.decide`), ``None`` when
-    fewer than two seeds reached or the mean is too noisy to place."""
-    import math
-
-    from companions.stats import decide, mean_and_se
-
-    pairs = [
-        (float(a), float(b))
+def depth_log_ratios(trained_at_T, trained_at_4T, construction_at_T: float, reach: float = 1.25):
+    """The trained models' depth extrapolation, measured on the seeds whose error at the trained
+    depth ``T`` came within ``reach`` times the construction's (training reached it): one
+    ``log(error at 4T / error at T)`` per such seed (positive: looping on makes it worse)."""
+    return [
+        math.log(float(b) / float(a))
         for a, b in zip(trained_at_T, trained_at_4T)
         if float(a) <= reach * construction_at_T
     ]
-    if len(pairs) < 2:
-        return None, len(pairs), f"{len(pairs)} of {len(trained_at_T)} seeds reached"
-    mean, se, n = mean_and_se([math.log(b / a) for a, b in pairs])
-    return decide(mean, se, n), n, f"log(err 4T / err T) = {mean:.2f} ± {se:.2f} (SE, {n} seeds)"
+
+
+def group_means(kappas: torch.Tensor, group: int) -> torch.Tensor:
+    """Means of consecutive groups of ``group`` condition numbers (a leftover is dropped): draws
+    of the ``group``-trial mean the source reports."""
+    if group < 1 or len(kappas) < group:
+        raise ValueError(f"parameter 'group' = {group} is not allowed: 1 to {len(kappas)}")
+    return kappas[: (len(kappas) // group) * group].reshape(-1, group).mean(-1)
+
+
+def bound_violations(runs: dict, alpha: float) -> dict:
+    """Counts of (prompt, loop) points of Figure 8.1's runs above each bound, with a relative
+    allowance of 1e-12 (the bounds are equalities at t = 0): ``{"8.16", "tight", "8.25"}`` each
+    the transformer's count (where the bound is above 1e-12, or above the float64 floor for the
+    squared distance of 8.25) plus the closed form D1's at every loop; ``points``: their number."""
+    counts = {"8.16": 0, "tight": 0, "8.25": 0, "points": 0}
+
+    def above(err, bound, where=None):
+        bad = err > bound * (1 + 1e-12)
+        return int((bad & where).sum()) if where is not None else int(bad.sum())
+
+    for r in runs.values():
+        t = torch.arange(r.tf_err.shape[0], dtype=torch.float64)[:, None]
+        b16 = bound_theorem_8_16(r.kappa, t, alpha)
+        btight = bound_tight(r.kappa, t, alpha)
+        b25 = bound_theorem_8_25(r.kappa, t)
+        counts["8.16"] += above(r.tf_err, b16, b16 > 1e-12) + above(r.exact_err, b16)
+        counts["tight"] += above(r.tf_err, btight, btight > 1e-12) + above(r.exact_err, btight)
+        counts["8.25"] += above(r.tf_sq, b25, r.above_floor) + above(r.exact_sq, b25)
+        counts["points"] += r.tf_err.numel()
+    return counts
+
+
+def steepest_excess(runs: dict) -> float:
+    """The largest per-loop slope of the closed form's squared distance above its limit,
+    ``max log(s_(t+1) / s_t) - 2 log(1 - 1/kappa)`` over prompts and loops (D2: never positive)."""
+    excess = -math.inf
+    for r in runs.values():
+        per_step = torch.log(r.exact_sq[1:] / r.exact_sq[:-1])
+        excess = max(excess, float((per_step - 2 * torch.log(1 - 1 / r.kappa)).max()))
+    return excess
+
+
+def float64_floor(runs: dict) -> tuple[float, float]:
+    """The range, over the prompts whose float64 error is not rounded to 0, of the smallest
+    normalised squared error each reached: where the computed curves stop falling."""
+    lows = torch.cat([r.tf_sq.where(r.tf_sq > 0, torch.inf).amin(0) for r in runs.values()])
+    lows = lows[torch.isfinite(lows)]
+    return float(lows.min()), float(lows.max())
+
+
+def null_space_run(n: int, d: int, loops: int, draws: int, alpha: float, generator, device="cpu"):
+    """(D6) Prompts with ``n < d`` looped ``loops`` times with ``eta = 1/L``: returns
+    ``(error after the loops, the null-space limit, the bound on their gap)``, each ``(draws,)``;
+    the bound is ``|alpha| ||P_row theta*||^2 (1 - 1/kappa_row)^loops``."""
+    X, theta, y = sample_prompts(draws, n, d, generator, device=device)
+    Q, P = construction_weights(d, device=device)
+    out, _ = looped_transformer(
+        input_matrix(X, y, alpha), Q, P, (1 / smoothness(X)).expand(loops, -1), faithful=False
+    )
+    err, limit = prediction_error(out, theta, alpha), null_space_error(X, theta, alpha)
+    eig = torch.linalg.eigvalsh(X @ X.transpose(-1, -2))  # the nonzero eigenvalues of X^T X
+    slack = abs(alpha) * (1 - limit / abs(alpha)) * (1 - eig[:, 0] / eig[:, -1]) ** loops
+    return err.cpu(), limit.cpu(), slack.cpu()

@@ -125,3 +125,25 @@ def depth_curve(
     with torch.no_grad():
         outs = model_fn(Z0, loops, trajectory=True)
     return prediction_error(outs, theta, alpha).mean(-1)
+
+
+def train_seeds(
+    d: int,
+    n: int,
+    loops: int,
+    steps: int,
+    batch: int,
+    seeds: int,
+    generator_for,
+    device="cpu",
+):
+    """``seeds`` independent runs of :func:`train_looped_transformer`, seed ``s`` drawing from
+    ``generator_for(50 + s)``: returns ``(models, histories)``."""
+    models, histories = [], []
+    for s in range(seeds):
+        model, history = train_looped_transformer(
+            d, n, loops, steps, batch, generator_for(50 + s), device=device, desc=f"seed {s}"
+        )
+        models.append(model)
+        histories.append(history)
+    return models, histories
