@@ -31,8 +31,9 @@ rule                        decides                                     measured
 A rule's verdict is True, False or None (undecided: only rules with an interval can be
 undecided). The kind turns it into a status (:func:`status_of`): ``identity`` and ``bound`` claims
 ``hold`` or ``fail``, and so does a ``prediction`` with an exact rule; a ``prediction`` decided
-with uncertainty, a ``reproduction`` and an ``erratum`` are ``reproduced``, ``differs`` or
-``inconclusive``. A rule changed after its claim was published is kept, with the date and the
+with uncertainty (a statistical rule: an interval, standard errors, quantiles of draws), a
+``reproduction`` and an ``erratum`` are ``reproduced``, ``differs`` or ``inconclusive``. An
+``erratum``'s rule states the source's statement: ``differs`` confirms the erratum. A rule changed after its claim was published is kept, with the date and the
 reason, as an :class:`Amendment`: the ledger decides the earlier rule too, where the measured
 value fits it, and shows both.
 """
@@ -130,8 +131,11 @@ def _values(value: Any, what: str, at_least: int = 2) -> list[float]:
 
 class Rule:
     """A decision rule: ``decide(measured) -> Decision``, and ``text()``, the rule in words with
-    its numbers. ``can_be_undecided``: whether it can return None (rules with an interval)."""
+    its numbers. ``statistical``: whether it decides a measurement with uncertainty (an interval,
+    standard errors, quantiles of draws); ``can_be_undecided``: whether it can return None (rules
+    with an interval)."""
 
+    statistical: ClassVar[bool] = False
     can_be_undecided: ClassVar[bool] = False
 
     def decide(self, measured: Any) -> Decision:  # pragma: no cover - every rule overrides it
@@ -339,6 +343,7 @@ class MeanAbove(Rule):
     threshold: float
     level: float = 0.95
     critical: float | None = None
+    statistical: ClassVar[bool] = True
     can_be_undecided: ClassVar[bool] = True
 
     def decide(self, measured: Any) -> Decision:
@@ -359,6 +364,7 @@ class MeanBelow(Rule):
     threshold: float
     level: float = 0.95
     critical: float | None = None
+    statistical: ClassVar[bool] = True
     can_be_undecided: ClassVar[bool] = True
 
     def decide(self, measured: Any) -> Decision:
@@ -393,6 +399,7 @@ class MeanInBand(Rule):
     level: float = 0.95
     critical: float | None = None
     label: str = ""
+    statistical: ClassVar[bool] = True
     can_be_undecided: ClassVar[bool] = True
 
     def __post_init__(self):
@@ -437,6 +444,7 @@ class DifferenceAbove(Rule):
     margin: float = 0.0
     paired: bool = False
     level: float = 0.95
+    statistical: ClassVar[bool] = True
     can_be_undecided: ClassVar[bool] = True
 
     def decide(self, measured: Any) -> Decision:
@@ -480,6 +488,7 @@ class Trend(Rule):
 
     direction: str
     level: float = 0.95
+    statistical: ClassVar[bool] = True
     can_be_undecided: ClassVar[bool] = True
 
     def __post_init__(self):
@@ -509,6 +518,7 @@ class WithinErrors(Rule):
     has ``|estimate - exact| <= k se``. ``k`` allows for the many rows compared at once."""
 
     k: float = 4.0
+    statistical: ClassVar[bool] = True
 
     def decide(self, measured: Any) -> Decision:
         if hasattr(measured, "tolist"):
@@ -537,6 +547,7 @@ class InCentralRange(Rule):
 
     value: float
     coverage: float = 0.9
+    statistical: ClassVar[bool] = True
 
     def __post_init__(self):
         if not 0 < self.coverage < 1:
@@ -573,6 +584,10 @@ class Every(Rule):
     undecided if any is undecided, else True."""
 
     rule: Rule
+
+    @property
+    def statistical(self) -> bool:  # type: ignore[override]
+        return self.rule.statistical
 
     @property
     def can_be_undecided(self) -> bool:  # type: ignore[override]
@@ -665,10 +680,10 @@ class Claim:
         for name in ("source", "statistic", "could_fail"):
             if not str(getattr(self, name)).strip():
                 raise ValueError(f"{where}: '{name}' is empty; a claim must say it")
-        if self.kind in ("identity", "bound") and self.rule.can_be_undecided:
+        if self.kind in ("identity", "bound") and self.rule.statistical:
             raise ValueError(
                 f"{where}: an {self.kind} holds or fails; its rule cannot be one decided with "
-                "uncertainty (make it a prediction or a reproduction)"
+                "uncertainty (a Monte Carlo check is a prediction or a reproduction)"
             )
         if self.rule.can_be_undecided and not self.decides.strip():
             raise ValueError(
@@ -687,8 +702,9 @@ class Claim:
 
 def status_of(kind: str, rule: Rule, verdict: bool | None) -> str:
     """``holds`` / ``fails`` for identities, bounds and predictions with an exact rule;
-    ``reproduced`` / ``differs`` / ``inconclusive`` for the rest."""
-    checked = kind in ("identity", "bound") or (kind == "prediction" and not rule.can_be_undecided)
+    ``reproduced`` / ``differs`` / ``inconclusive`` for the rest (a rule decided with uncertainty,
+    a reproduction, an erratum)."""
+    checked = kind in ("identity", "bound") or (kind == "prediction" and not rule.statistical)
     if checked:
         if verdict is None:  # pragma: no cover - Claim refuses such a rule for these kinds
             raise ValueError(f"a {kind} with an exact rule cannot be undecided")

@@ -188,6 +188,8 @@ def test_statuses_by_kind_and_rule():
     assert C.status_of("prediction", C.AtMost(1), False) == "fails"  # an exact prediction
     assert C.status_of("prediction", C.MeanAbove(0), False) == "differs"
     assert C.status_of("prediction", C.MeanAbove(0), None) == "inconclusive"
+    # a Monte Carlo check is decided with uncertainty: it differs, it does not fail
+    assert C.status_of("prediction", C.WithinErrors(4), False) == "differs"
     assert C.status_of("reproduction", C.Close(1, 0.1), True) == "reproduced"
     assert C.status_of("erratum", C.Exact(0), False) == "differs"
 
@@ -196,6 +198,7 @@ def test_statuses_by_kind_and_rule():
     "changes, message",
     [
         (dict(kind="identity"), "cannot be one decided with uncertainty"),
+        (dict(kind="bound", rule=C.WithinErrors(4)), "Monte Carlo check is a prediction"),
         (dict(decides=""), "'decides' must name"),
         (dict(could_fail=" "), "'could_fail' is empty"),
         (dict(kind="guess"), "kind 'guess'"),
