@@ -439,10 +439,11 @@ class Ledger:
         return write_json_atomically(self.path, self.as_dict())
 
     def table(self) -> str:
-        """The claims as a markdown table (headed as a dry run in a dry run)."""
+        """The claims as a markdown table (headed as a dry run in a dry run), with the status of
+        each at the paper scale where a paper ledger is committed."""
         if _dry_run_record():
             return DRY_RUN_HEADING + "\n\n" + claims_table(self.claims)
-        return claims_table(self.claims)
+        return claims_table(self.claims, paper=self.paper())
 
     @property
     def path(self) -> Path:
@@ -474,11 +475,26 @@ class Ledger:
             raise KeyError(f"claim {claim_id!r} is {status!r}, and no text was given for it")
         return by_status[status]
 
+    def paper(self) -> dict | None:
+        """The chapter's committed paper-scale ledger (:func:`paper_ledger`) to show beside this
+        run, or None (none committed, no repository, or this run is itself at the paper scale or
+        a dry run)."""
+        if self.scale == "paper" or _dry_run_record():
+            return None
+        try:
+            return paper_ledger(self.chapter)
+        except (OSError, ValueError):
+            return None
+
     def summary(self) -> str:
         """The chapter's summary, written from its ledger (Markdown): the counts, then every
         claim that differs, is inconclusive or fails, with its one-line reason, and every amended
-        rule (:func:`summary_markdown`)."""
-        return summary_markdown(self.claims)
+        rule (:func:`summary_markdown`); then the paper scale: what its committed ledger decided
+        differently, or what a paper run needs where none is committed."""
+        text = summary_markdown(self.claims)
+        if self.scale == "paper" or _dry_run_record():
+            return text
+        return text + "\n\n" + paper_summary(self.chapter, self.claims, self.paper())
 
     def finish(self, display: bool = True) -> None:
         """Write the ledger (to :attr:`path`), show the summary and the table, and raise
@@ -594,17 +610,25 @@ def claim_note(claim: dict) -> str:
     return "; ".join(p for p in parts if p)
 
 
-def claims_table(claims: Iterable[dict], chapter_column: bool = False) -> str:
-    """The claims as a Markdown table: claim, source, status, statistic, rule, observed, note."""
+def claims_table(
+    claims: Iterable[dict], chapter_column: bool = False, paper: dict | None = None
+) -> str:
+    """The claims as a Markdown table: claim, source, status, statistic, rule, observed, note;
+    with ``paper`` (a paper-scale ledger of the same chapter), the status and value each claim
+    has there, after its own."""
     head = ["chapter"] if chapter_column else []
-    head += ["claim", "source", "status", "statistic", "rule", "observed", "note"]
+    head += ["claim", "source", "status"]
+    head += ["at paper scale"] if paper is not None else []
+    head += ["statistic", "rule", "observed", "note"]
+    at_paper = {c["id"]: c for c in (paper or {}).get("claims", [])}
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for c in claims:
         cells = [c.get("chapter", "")] if chapter_column else []
+        cells += [c["id"], c["source"], f"**{c['status']}**"]
+        if paper is not None:
+            there = at_paper.get(c["id"])
+            cells.append(f"{there['status']} ({observed_text(there)})" if there else "—")
         cells += [
-            c["id"],
-            c["source"],
-            f"**{c['status']}**",
             c.get("statistic", ""),
             c.get("rule") or _fmt(c.get("expected")),
             observed_text(c),
@@ -614,6 +638,122 @@ def claims_table(claims: Iterable[dict], chapter_column: bool = False) -> str:
             "| " + " | ".join(str(x).replace("|", "\\|").replace("\n", " ") for x in cells) + " |"
         )
     return "\n".join(rows)
+
+
+#: Chapters whose paper run has not been made here, with what it needs (written when a paper run
+#: was tried and stopped, or measured by its dry run), relative to the repository root.
+PAPER_NOT_RUN = Path("book") / "data" / "ledgers" / "paper-not-run.json"
+
+
+def paper_not_run(chapter_id: str, root: str | os.PathLike | None = None) -> str | None:
+    """What a chapter's paper run needs, where none is committed (from :data:`PAPER_NOT_RUN`)."""
+    root = Path(root) if root is not None else find_root(Path(__file__).parent)
+    path = root / PAPER_NOT_RUN if root is not None else None
+    if path is None or not path.is_file():
+        return None
+    return json.loads(path.read_text()).get(chapter_id)
+
+
+def provenance_text(led: dict) -> str:
+    """A paper ledger's provenance in one line: date, commit, machine, time and memory."""
+    prov = led.get("provenance") or {}
+    mach = prov.get("machine") or {}
+    where = mach.get("processor", "an unknown machine")
+    if mach.get("cores"):
+        where += f", {mach['cores']} cores"
+    if mach.get("gpu"):
+        where += f", {mach['gpu']}"
+    seconds = prov.get("wall_seconds")
+    took = f"{seconds / 60:.1f} min" if isinstance(seconds, (int, float)) else "time unknown"
+    memory = prov.get("peak_memory_mb")
+    peak = f", peak {memory / 1024:.1f} GiB" if isinstance(memory, (int, float)) else ""
+    commit = str(prov.get("commit", "?"))[:7] + ("" if prov.get("clean", True) else ", modified")
+    return f"made {prov.get('date', '?')} at commit {commit} on {where}: {took}{peak}"
+
+
+def paper_summary(chapter_id: str, claims: list[dict], paper: dict | None) -> str:
+    """The summary's paragraph on the paper scale: the paper ledger's counts, whether it is stale,
+    and each claim whose status differs from this run's; or, where none is committed, what the
+    paper run needs."""
+    if paper is None:
+        needs = paper_not_run(chapter_id)
+        return "**At the paper scale.** No paper-scale ledger is committed for this chapter" + (
+            f": {needs}" if needs else "."
+        )
+    at_paper = counted(paper["claims"])
+    counts = ", ".join(
+        f"{n} {s}" for s in STATUSES if (n := sum(c["status"] == s for c in at_paper))
+    )
+    try:
+        stale = stale_sources(paper)
+    except (OSError, ValueError):
+        stale = ["(sources unreadable)"]
+    lines = [
+        f"**At the paper scale** (the committed ledger, {provenance_text(paper)}): "
+        f"{len(at_paper)} claims, {counts}."
+        + (f" **Stale**: changed since it was made: {', '.join(stale)}." if stale else "")
+    ]
+    for change in scale_changes(counted(claims), at_paper):
+        lines.append(
+            f"- `{change['id']}`: {change['default']} in this run, {change['paper']} at the "
+            "paper scale."
+        )
+    return "\n".join(lines)
+
+
+def ladder_markdown(ledgers: list[dict], root: str | os.PathLike | None = None) -> str:
+    """The book's scale ladder (Markdown): for each chapter with a committed paper ledger, how
+    many of its claims are inconclusive at this build's scale, and what the paper scale made of
+    them; every other change of status; whether the paper ledger is stale. Then the totals, and
+    the chapters without a paper ledger."""
+    rows = [
+        "| chapter | paper ledger | inconclusive here | → reproduced | → differs | "
+        "→ still inconclusive | other changes |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    total = {"inconclusive": 0, "reproduced": 0, "differs": 0, "still": 0, "other": 0}
+    missing = []
+    for led in ledgers:
+        try:
+            paper = paper_ledger(led["chapter"], root)
+        except (OSError, ValueError):
+            paper = None
+        if paper is None or led.get("scale") == "paper":
+            missing.append(led["chapter"])
+            continue
+        here = counted(led["claims"])
+        there = {c["id"]: c["status"] for c in counted(paper["claims"])}
+        open_here = [c["id"] for c in here if c["status"] == "inconclusive" and c["id"] in there]
+        went = [there[i] for i in open_here]
+        other = [
+            f"{c['id']}: {c['status']} → {there[c['id']]}"
+            for c in here
+            if c["status"] != "inconclusive" and there.get(c["id"], c["status"]) != c["status"]
+        ]
+        stale = stale_sources(paper, root)
+        made = (paper.get("provenance") or {}).get("date", "?") + (" (**stale**)" if stale else "")
+        counts = [went.count("reproduced"), went.count("differs"), went.count("inconclusive")]
+        total["inconclusive"] += len(open_here)
+        total["reproduced"] += counts[0]
+        total["differs"] += counts[1]
+        total["still"] += counts[2]
+        total["other"] += len(other)
+        rows.append(
+            f"| {led['chapter']} | {made} | {len(open_here)} | {counts[0]} | {counts[1]} | "
+            f"{counts[2]} | {'; '.join(other) or '—'} |"
+        )
+    if len(rows) == 2:
+        text = "No chapter of this build has a committed paper-scale ledger."
+    else:
+        text = "\n".join(rows) + (
+            f"\n\nOf the {total['inconclusive']} claims inconclusive here that a paper ledger "
+            f"also records, the paper scale decides {total['reproduced'] + total['differs']} "
+            f"({total['reproduced']} reproduced, {total['differs']} differs) and leaves "
+            f"{total['still']} inconclusive; {total['other']} other claims change status."
+        )
+    if missing:
+        text += "\n\nWithout a paper-scale ledger: " + ", ".join(f"`{c}`" for c in missing) + "."
+    return text
 
 
 def counted(claims: Iterable[dict]) -> list[dict]:
@@ -656,6 +796,80 @@ def summary_markdown(claims: Iterable[dict]) -> str:
     return "\n".join(lines)
 
 
+# -------------------------------------------------------------------------------------------------
+# Paper-scale ledgers: committed data, made outside CI, marked stale when their sources change
+# -------------------------------------------------------------------------------------------------
+#: Where the book keeps the ledgers of paper-scale runs made on a real machine (relative to the
+#: repository root): data, not runs; CI never makes one.
+PAPER_DIR = Path("book") / "data" / "ledgers" / "paper"
+
+
+def chapter_sources(chapter_id: str, root: str | os.PathLike | None = None) -> list[Path]:
+    """The files a chapter's results depend on, for its fingerprint: its page (the MyST notebook)
+    and every Python file of its topic's subpackage, relative to the repository root, sorted."""
+    from companions import scale
+
+    chapter = scale.get_chapter(chapter_id)
+    root = Path(root) if root is not None else find_root(Path(__file__).parent)
+    if root is None:
+        raise FileNotFoundError("no repository root (a folder with _toc.yml) above the package")
+    topic = scale.topic_of(chapter_id)
+    files = [Path(chapter.notebook)]
+    files += sorted(
+        p.relative_to(root) for p in (root / "lib" / "companions" / topic).rglob("*.py")
+    )
+    return files
+
+
+def fingerprint(chapter_id: str, root: str | os.PathLike | None = None) -> dict[str, str]:
+    """``{path: sha256}`` of :func:`chapter_sources`: recorded in a paper ledger when it is made,
+    compared by :func:`stale_sources` when the book shows it."""
+    import hashlib
+
+    root = Path(root) if root is not None else find_root(Path(__file__).parent)
+    return {
+        str(path): hashlib.sha256((root / path).read_bytes()).hexdigest()
+        for path in chapter_sources(chapter_id, root)
+    }
+
+
+def stale_sources(led: dict, root: str | os.PathLike | None = None) -> list[str]:
+    """The sources of a paper ledger that changed since it was made (added, removed or edited
+    files of its chapter's page and topic), sorted; empty when it is current. A ledger without a
+    recorded fingerprint is stale as a whole (``["(no fingerprint)"]``)."""
+    made = (led.get("provenance") or {}).get("sources")
+    if not made:
+        return ["(no fingerprint)"]
+    now = fingerprint(led["chapter"], root)
+    return sorted(path for path in set(made) | set(now) if made.get(path) != now.get(path))
+
+
+def paper_ledger(chapter_id: str, root: str | os.PathLike | None = None) -> dict | None:
+    """The committed paper-scale ledger of a chapter (``<root>/book/data/ledgers/paper/<id>.json``),
+    or None where there is none (or no repository, as in a downloaded notebook)."""
+    root = Path(root) if root is not None else find_root(Path(__file__).parent)
+    if root is None:
+        return None
+    path = root / PAPER_DIR / f"{chapter_id}.json"
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text())
+    if not isinstance(data, dict) or data.get("chapter") != chapter_id or "claims" not in data:
+        raise ValueError(f"{path} is not the paper ledger of chapter {chapter_id!r}")
+    return data
+
+
+def scale_changes(default: list[dict], paper: list[dict]) -> list[dict]:
+    """Claims whose status differs between two runs (the default scale and the paper scale): one
+    ``{"id", "default", "paper"}`` per claim present in both, in the default run's order."""
+    at_paper = {c["id"]: c["status"] for c in paper}
+    return [
+        {"id": c["id"], "default": c["status"], "paper": at_paper[c["id"]]}
+        for c in default
+        if c["id"] in at_paper and at_paper[c["id"]] != c["status"]
+    ]
+
+
 def load(ledger_dir: str | os.PathLike | None = None, dry_runs: bool = False) -> list[dict]:
     """Every ledger found in ``ledger_dir`` (default: :func:`default_dir`), sorted by chapter;
     the ledgers of dry runs (:func:`is_dry_run`) only with ``dry_runs=True``."""
@@ -683,15 +897,16 @@ def gathered(ledgers: list[dict]) -> tuple[str, str]:
     ]
     every = []
     for led in ledgers:
-        counts = [sum(c["status"] == s for c in led["claims"]) for s in STATUSES]
+        claims = counted(led["claims"])
+        counts = [sum(c["status"] == s for c in claims) for s in STATUSES]
         scale = f"{led['scale']} (dry run)" if is_dry_run(led) else led["scale"]
         summary.append(
             f"| {led['chapter']} | {scale} | {led['device']} | {led['seed']} | "
-            f"{led['wall_seconds']:.1f} | {len(led['claims'])} | "
+            f"{led['wall_seconds']:.1f} | {len(claims)} | "
             + " | ".join(str(n) for n in counts)
             + " |"
         )
-        every += [{"chapter": led["chapter"], **c} for c in led["claims"]]
+        every += [{"chapter": led["chapter"], **c} for c in claims]
     return "\n".join(summary), claims_table(every, chapter_column=True)
 
 

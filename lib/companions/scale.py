@@ -179,14 +179,22 @@ class Chapter:
 
 
 _REGISTRY: dict[str, Chapter] = {}
+_TOPIC: dict[str, str] = {}  # chapter id -> the topic whose chapters module declared it
 
 
 def register_chapter(chapter: Chapter) -> Chapter:
-    """Declare a chapter (called at import time by its topic module)."""
+    """Declare a chapter (called at import time by its topic's ``chapters`` module, which is
+    remembered as the chapter's topic: :func:`topic_of`)."""
+    import sys
+
     existing = _REGISTRY.get(chapter.id)
     if existing is not None and existing != chapter:
         raise ValueError(f"chapter id {chapter.id!r} is declared twice")
     _REGISTRY[chapter.id] = chapter
+    caller = sys._getframe(1).f_globals.get("__name__", "")
+    parts = caller.split(".")
+    if len(parts) == 3 and parts[0] == "companions" and parts[2] == "chapters":
+        _TOPIC[chapter.id] = parts[1]
     return chapter
 
 
@@ -216,6 +224,14 @@ def chapters() -> dict[str, Chapter]:
             importlib.import_module(f"companions.{topic}.chapters")
         _DISCOVERED = True
     return dict(sorted(_REGISTRY.items()))
+
+
+def topic_of(chapter_id: str) -> str:
+    """The topic (a name of :data:`TOPICS`) whose ``chapters`` module declares the chapter."""
+    chapters()
+    if chapter_id not in _TOPIC:
+        raise ValueError(f"chapter {chapter_id!r} is declared by no topic of {TOPICS}")
+    return _TOPIC[chapter_id]
 
 
 def get_chapter(chapter_id: str) -> Chapter:

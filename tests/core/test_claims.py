@@ -380,3 +380,67 @@ def test_nothing_is_injected_outside_papermill(monkeypatch):
     assert companions.injected_parameters() == {}
     monkeypatch.setattr(IPython, "get_ipython", lambda: None)
     assert companions.injected_parameters() == {}
+
+
+# -------------------------------------------------------------------------------------------------
+# RatioOfProportions: two binomial counts, Katz's log interval of the ratio
+# -------------------------------------------------------------------------------------------------
+def test_ratio_of_proportions_on_a_hand_computed_case():
+    # 50/1000 against 100/1000: ratio 1/2, se of the log sqrt(1/50 - 1/1000 + 1/100 - 1/1000)
+    # = sqrt(0.028) = 0.167332, z = 1.959964: 0.5 exp(-+0.327963) = [0.360194, 0.694070]
+    measured = ((50, 1000), (100, 1000))
+    inside = C.RatioOfProportions(0.25, 0.75).decide(measured)
+    assert inside.verdict is True and inside.observed == pytest.approx(0.5)
+    assert inside.extra["interval"] == pytest.approx([0.360194, 0.694070], rel=1e-5)
+    assert C.RatioOfProportions(0.4, 0.75).decide(measured).verdict is None  # straddles 0.4
+    assert C.RatioOfProportions(0.75).decide(measured).verdict is False  # wholly below 0.75
+    assert C.RatioOfProportions(0.2, 0.3).decide(measured).verdict is False  # wholly above 0.3
+    assert C.RatioOfProportions(0.25).text() == "p_a / p_b >= 0.25 (95% Katz log interval)"
+
+
+def test_ratio_of_proportions_with_no_success_uses_haldanes_correction():
+    # 0/1000 against 200/1000 becomes 0.5/1001 against 200.5/1001: ratio 0.0024938, se of the log
+    # sqrt(2 - 1/1001 + 1/200.5 - 1/1001) = 1.415269, interval [0.00015566, 0.0399517]
+    decision = C.RatioOfProportions(0.25).decide(((0, 1000), (200, 1000)))
+    assert decision.verdict is False
+    assert decision.observed == pytest.approx(0.0024937656, rel=1e-8)
+    assert decision.extra["interval"] == pytest.approx([0.00015566, 0.0399517], rel=1e-4)
+    assert decision.extra["counts"] == [[0, 1000], [200, 1000]]
+    # with a few successes in a small arm the interval straddles the band's end
+    assert C.RatioOfProportions(0.25).decide(((2, 100), (10, 100))).verdict is None
+
+
+def test_ratio_of_proportions_refuses_what_is_not_two_counts():
+    rule = C.RatioOfProportions(0.25, 0.75)
+    for bad in ((5, 10), ((5, 10),), ((11, 10), (1, 10)), ((1.5, 10), (1, 10)), ((1, 0), (1, 2))):
+        with pytest.raises(C.BadMeasurement):
+            rule.decide(bad)
+    with pytest.raises(C.BadMeasurement, match="NaN"):
+        rule.decide(((float("nan"), 10), (1, 10)))
+    with pytest.raises(ValueError, match="low < high"):
+        C.RatioOfProportions(0.75, 0.25)
+    assert rule.statistical and rule.can_be_undecided
+
+
+def test_a_committed_paper_ledger_shows_beside_the_run(led, monkeypatch):
+    paper = {
+        "chapter": "_claims-test",
+        "scale": "paper",
+        "claims": [
+            {"id": "mean-positive", "status": "reproduced", "registered": True, "shown": "0.3"},
+            {"id": "identity-zero", "status": "holds", "registered": True, "observed": 0},
+        ],
+        "provenance": {"date": "2026-12-05 10:00 UTC", "commit": "abcdef123", "sources": {}},
+    }
+    monkeypatch.setattr(L, "paper_ledger", lambda chapter_id, root=None: paper)
+    monkeypatch.setattr(L, "stale_sources", lambda led, root=None: [])
+    led.record({"identity-zero": 0, "mean-positive": [-0.1, 0.3, 0.1], "close-to-source": 0.9})
+    table = led.table()
+    assert "at paper scale" in table.splitlines()[0]
+    row = next(r for r in table.splitlines() if r.startswith("| mean-positive"))
+    assert "**inconclusive**" in row and "reproduced (0.3)" in row
+    summary = led.summary()
+    assert "At the paper scale" in summary and "abcdef1" in summary
+    assert "`mean-positive`: inconclusive in this run, reproduced at the paper scale" in summary
+    monkeypatch.setattr(L, "paper_ledger", lambda chapter_id, root=None: None)
+    assert "No paper-scale ledger is committed" in led.summary()

@@ -43,7 +43,16 @@ from docutils import nodes
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
-from companions.ledger import STATUSES, claim_note, counted, observed_text
+from companions.ledger import (
+    STATUSES,
+    claim_note,
+    counted,
+    observed_text,
+    paper_ledger,
+    paper_not_run,
+    provenance_text,
+    stale_sources,
+)
 
 LEDGER_DOC = "book/ledger"
 #: Pages that gather what the chapters wrote: read after every chapter, and always re-read.
@@ -378,6 +387,8 @@ def banner_nodes(app, docname: str, chapter_id: str, led: dict | None) -> nodes.
     para += _link(app, docname, LEDGER_DOC, "the book's ledger")
     para += nodes.Text(").")
     box += para
+    if scale != "paper":
+        box += paper_paragraph(chapter_id, led)
 
     if (
         getattr(app.builder, "format", "") == "html"
@@ -395,6 +406,36 @@ def banner_nodes(app, docname: str, chapter_id: str, led: dict | None) -> nodes.
                 para += nodes.reference("", text, refuri=uri, classes=["companions-launch"])
             box += para
     return box
+
+
+def paper_paragraph(chapter_id: str, led: dict) -> nodes.paragraph:
+    """The banner's line on the paper scale: the committed paper ledger's counts and provenance,
+    how many claims change status, and whether it is stale; or what a paper run needs."""
+    para = nodes.paragraph(classes=["companions-paper"])
+    try:
+        paper = paper_ledger(chapter_id)
+    except (OSError, ValueError) as exc:
+        para += nodes.Text(f"Its paper-scale ledger cannot be read: {exc}.")
+        return para
+    if paper is None:
+        needs = paper_not_run(chapter_id)
+        para += nodes.Text("No paper-scale ledger is committed" + (f": {needs}" if needs else "."))
+        return para
+    para += nodes.Text(f"At the paper scale ({provenance_text(paper)}): ")
+    para += _status_nodes(status_counts(paper))
+    changes = [
+        c
+        for c in counted(paper["claims"])
+        for d in counted(led["claims"])
+        if c["id"] == d["id"] and c["status"] != d["status"]
+    ]
+    para += nodes.Text(f"; {len(changes)} claims change status from this run.")
+    stale = stale_sources(paper)
+    if stale:
+        para += nodes.Text(" ")
+        para += nodes.strong("", "Stale")
+        para += nodes.Text(f": changed since it was made: {', '.join(stale)}.")
+    return para
 
 
 # -------------------------------------------------------------------------------------------------
@@ -507,7 +548,17 @@ class LedgerClaims(SphinxDirective):
         return [ledger_claims()]
 
 
-CLAIM_COLUMNS = ("chapter", "claim", "source", "kind", "status", "rule", "observed", "note")
+CLAIM_COLUMNS = (
+    "chapter",
+    "claim",
+    "source",
+    "kind",
+    "status",
+    "at paper scale",
+    "rule",
+    "observed",
+    "note",
+)
 
 
 def claims_table(app, fromdoc: str) -> nodes.Node:
@@ -540,6 +591,11 @@ def claims_table(app, fromdoc: str) -> nodes.Node:
     for doc, chapter_id, led in rows:
         placed = anchors.get(doc, {})
         uri = app.builder.get_relative_uri(fromdoc, doc) if doc in app.env.found_docs else None
+        try:
+            paper = paper_ledger(chapter_id) if led.get("scale") != "paper" else None
+        except (OSError, ValueError):
+            paper = None
+        at_paper = {c["id"]: c for c in (paper or {}).get("claims", [])}
         for claim in counted(led["claims"]):
             cid = str(claim.get("id", ""))
             if uri is not None and cid in placed:
@@ -554,6 +610,7 @@ def claims_table(app, fromdoc: str) -> nodes.Node:
                     claim.get("source", ""),
                     claim.get("kind", ""),
                     nodes.inline("", status, classes=["companions-status", f"companions-{status}"]),
+                    _paper_cell(at_paper.get(cid)),
                     claim.get("rule") or _fmt(claim.get("expected")),
                     observed_text(claim),
                     claim_note(claim),
@@ -562,6 +619,14 @@ def claims_table(app, fromdoc: str) -> nodes.Node:
             )
     group += body
     return table
+
+
+def _paper_cell(claim: dict | None) -> nodes.Node:
+    """A claim's status at the paper scale, for the ledger page ("—" where none)."""
+    if claim is None:
+        return nodes.Text("—")
+    status = str(claim.get("status", ""))
+    return nodes.inline("", status, classes=["companions-status", f"companions-{status}"])
 
 
 def _note_toc_order(app, env):

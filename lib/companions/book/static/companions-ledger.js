@@ -3,7 +3,7 @@
    ledger.html?status=differs&chapter=looped-gd, and write it back as the reader changes them. */
 (function () {
   "use strict";
-  var FILTERS = ["chapter", "kind", "status"];
+  var FILTERS = ["chapter", "kind", "status", "at paper scale"];
 
   function cellText(row, index) {
     var cell = row.cells[index];
