@@ -26,6 +26,8 @@ rule                        decides                                     measured
 :class:`WithinErrors`       estimates within k standard errors of        (estimate, se, exact) rows
                             their exact values
 :class:`Every`              another rule, in every case of a dict        ``{case: measured value}``
+:class:`RatioOfProportions` the interval of p_a / p_b (two binomial      two pairs (successes,
+                            counts, Katz's log method) inside a band    trials)
 ==========================  ==========================================  ==========================
 
 A rule's verdict is True, False or None (undecided: only rules with an interval can be
@@ -43,6 +45,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass, field
+from statistics import NormalDist
 from typing import Any, ClassVar, Mapping, Sequence
 
 from companions import stats
@@ -614,6 +617,68 @@ class Every(Rule):
 
     def text(self) -> str:
         return f"in every case: {self.rule.text()}"
+
+
+def _counts(value: Any, what: str) -> tuple[int, int]:
+    """``(successes, trials)``: whole counts, ``0 <= successes <= trials``, ``trials >= 1``."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or len(value) != 2:
+        raise BadMeasurement(f"{what} must be a pair (successes, trials), not {value!r}")
+    s, n = (_number(v, what) for v in value)
+    if s != int(s) or n != int(n) or not 0 <= s <= n or n < 1:
+        raise BadMeasurement(f"{what} must be whole counts 0 <= successes <= trials, got {value!r}")
+    return int(s), int(n)
+
+
+@dataclass(frozen=True)
+class RatioOfProportions(Rule):
+    """The ratio ``p_a / p_b`` of two binomial proportions lies in ``[low, high]`` (``high`` may
+    be ``inf``): measured as a pair ``((successes_a, trials_a), (successes_b, trials_b))`` of
+    independent counts, decided by the ``level`` interval of the ratio by Katz's log method,
+    ``log(p_a / p_b) +- z sqrt(1/s_a - 1/n_a + 1/s_b - 1/n_b)`` (when a success count is 0, every
+    success count gets 0.5 and every trial count 1, Haldane's correction): True when the interval
+    lies in the band, False when it misses it, undecided while it straddles an end."""
+
+    low: float
+    high: float = math.inf
+    level: float = 0.95
+    statistical: ClassVar[bool] = True
+    can_be_undecided: ClassVar[bool] = True
+
+    def __post_init__(self):
+        if not 0 <= self.low < self.high:
+            raise ValueError(f"a band needs 0 <= low < high, got [{self.low}, {self.high}]")
+        if not 0 < self.level < 1:
+            raise ValueError(f"parameter 'level' = {self.level} is not allowed: (0, 1)")
+
+    def decide(self, measured: Any) -> Decision:
+        pairs = not isinstance(measured, (str, bytes)) and isinstance(measured, Sequence)
+        if not pairs or len(measured) != 2:
+            raise BadMeasurement(f"a ratio needs two pairs (successes, trials), not {measured!r}")
+        (sa, na), (sb, nb) = _counts(measured[0], "arm a"), _counts(measured[1], "arm b")
+        fa, ta, fb, tb = float(sa), float(na), float(sb), float(nb)
+        if sa == 0 or sb == 0:
+            fa, ta, fb, tb = fa + 0.5, ta + 1, fb + 0.5, tb + 1
+        ratio = (fa / ta) / (fb / tb)
+        z = NormalDist().inv_cdf(0.5 + self.level / 2)
+        half = z * math.sqrt(1 / fa - 1 / ta + 1 / fb - 1 / tb)
+        lo, hi = ratio * math.exp(-half), ratio * math.exp(half)
+        if self.low <= lo and hi <= self.high:
+            verdict = True
+        elif hi < self.low or lo > self.high:
+            verdict = False
+        else:
+            verdict = None
+        extra = {"interval": [lo, hi], "counts": [[sa, na], [sb, nb]]}
+        shown = f"{fmt(ratio)} [{fmt(lo)}, {fmt(hi)}] ({sa}/{na} against {sb}/{nb})"
+        return Decision(verdict, ratio, shown, extra)
+
+    def text(self) -> str:
+        band = (
+            f">= {fmt(self.low)}"
+            if math.isinf(self.high)
+            else f"in [{fmt(self.low)}, {fmt(self.high)}]"
+        )
+        return f"p_a / p_b {band} ({self.level:.0%} Katz log interval)"
 
 
 @dataclass(frozen=True)
