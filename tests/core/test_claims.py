@@ -444,3 +444,23 @@ def test_a_committed_paper_ledger_shows_beside_the_run(led, monkeypatch):
     assert "`mean-positive`: inconclusive in this run, reproduced at the paper scale" in summary
     monkeypatch.setattr(L, "paper_ledger", lambda chapter_id, root=None: None)
     assert "No paper-scale ledger is committed" in led.summary()
+
+
+@pytest.mark.parametrize(
+    "mean, sd, boundary",
+    [(0.02, 0.0173, 0.0), (0.5, 0.42, 0.1), (-0.2, 0.1, 0.0), (0.3, 0.22, 0.25)],
+)
+def test_seeds_to_decide_is_the_first_count_whose_interval_clears_the_boundary(mean, sd, boundary):
+    from companions import stats
+
+    plain = next(
+        (
+            n
+            for n in range(2, 1001)
+            if stats.t_critical(n - 1) * sd / math.sqrt(n) < abs(mean - boundary)
+        ),
+        None,
+    )
+    assert C._seeds_needed(mean, sd, boundary, 0.95) == plain
+    assert C._seeds_needed(boundary, sd, boundary, 0.95) is None  # on the boundary: never
+    assert C._seeds_needed(mean, 1e9, boundary, 0.95) is None  # beyond 1000 seeds

@@ -119,15 +119,19 @@ def test_low_rank_lsa_has_rank_r_and_names_r():
         model.LowRankLSA(3, 4, torch.Generator())
 
 
+def _z(est, exact):
+    return (est.mean - float(exact)) / est.se
+
+
 def test_lemma_5_1_against_monte_carlo(basis):
     g = torch.Generator().manual_seed(6)
     U = torch.randn(4, 4, generator=g, dtype=torch.float64) * 0.3
     Lam = data.covariance(LAM, basis)
     est = ex.mc_population_loss(U, 0.7, LAM, basis, 8, 60_000, g)
-    assert abs(est.z(theory.population_loss(U, 0.7, Lam, 8))) < 4
+    assert abs(_z(est, theory.population_loss(U, 0.7, Lam, 8))) < 4
     # a plausible bug, Gamma = Lambda (the N -> infinity limit), is many standard errors off
     wrong = theory.population_loss(U, 0.7, Lam, 10**9)
-    assert abs(est.z(wrong)) > 6
+    assert abs(_z(est, wrong)) > 6
     G = theory.gamma(Lam, 8)
     assert torch.allclose(G, 9 / 8 * Lam + 7.5 / 8 * torch.eye(4, dtype=Lam.dtype))
 
@@ -204,10 +208,10 @@ def test_evaluation_loss_with_flips_against_monte_carlo(basis):
     mc = ex.mc_evaluation_losses(Us, LAM, basis, wt, 6, 60_000, g, sigma=0.5, flip=0.3)
     for i, r in enumerate((2, 4)):
         closed = theory.evaluation_loss(LAM, theory.optimal_v(LAM, 8, r), w, 6, 0.25, 0.3)
-        assert abs(mc.estimate(i).z(closed)) < 4
+        assert abs(_z(mc.estimate(i), closed)) < 4
         # the flips matter: the same cell without them is far off
         unflipped = theory.evaluation_loss(LAM, theory.optimal_v(LAM, 8, r), w, 6, 0.25, 0)
-        assert abs(mc.estimate(i).z(unflipped)) > 10
+        assert abs(_z(mc.estimate(i), unflipped)) > 10
 
 
 def test_flip_gap_does_not_depend_on_f_but_grows_with_sigma():
@@ -262,46 +266,6 @@ def test_loss_at_best_u_is_the_minimum_over_u(basis):
 
 
 # -- parity (Section 5.5) ------------------------------------------------------------------------
-def test_combine_decisions():
-    assert ex.combine_decisions({1: True, 2: True}) is True
-    assert ex.combine_decisions({1: True, 2: None}) is None
-    assert ex.combine_decisions({1: None, 2: False}) is False
-    with pytest.raises(ValueError):
-        ex.combine_decisions({})
-
-
-def test_seeds_to_decide():
-    from companions import stats
-
-    m = ex.seeds_to_decide(0.02, 0.01, 3)  # t_2 * 0.01 = 0.043 > 0.02: undecided at n = 3
-    assert stats.decide(0.02, 0.01, 3) is None
-    assert stats.decide(0.02, 0.01 * (3 / m) ** 0.5, m) is True
-    assert stats.decide(0.02, 0.01 * (3 / (m - 1)) ** 0.5, m - 1) is None
-    assert ex.seeds_to_decide(0.0, 0.01, 3) is None
-    assert ex.seeds_to_decide(0.02, 1.0, 3) is None  # would need about 7500 seeds: over 'most'
-    # a gap so small that its square's reciprocal overflows a float: no seed count decides it
-    assert ex.seeds_to_decide(5.8e-190, 0.01, 3) is None
-
-
-@pytest.mark.parametrize(
-    "effect, se, n, margin",
-    [(0.02, 0.01, 3, 0.0), (0.5, 0.3, 2, 0.1), (-0.2, 0.05, 4, 0.0), (0.3, 0.1, 5, 0.25)],
-)
-def test_seeds_to_decide_is_the_first_decided_count_of_a_plain_search(effect, se, n, margin):
-    from companions import stats
-
-    most = 40
-    plain = next(
-        (
-            m
-            for m in range(n + 1, most + 1)
-            if stats.t_critical(m - 1) * se * (n / m) ** 0.5 < abs(effect - margin)
-        ),
-        None,
-    )
-    assert ex.seeds_to_decide(effect, se, n, margin, most=most) == plain
-
-
 from companions.icl_scale import parity as pa  # noqa: E402
 
 
@@ -332,12 +296,34 @@ def test_parity_margins_and_uncovered_counts():
     assert pa.task_rate_threshold(8, g) == F(1, 253)
 
 
-def test_five_heads_reach_zero_loss_and_a_broken_one_does_not():
+@pytest.mark.parametrize("d", [2, 3, 4, 8, 16])
+def test_four_heads_have_margin_one_on_every_task_and_a_broken_one_does_not(d):
     g = F(1, 7)
-    a, V = pa.five_heads_d4(g)
-    assert min(pa.margins(a, V, g, pa.all_patterns(4)).values()) == 1
-    V[2] = V[3]  # duplicate a negative head: some negative pattern is left uncovered
-    assert min(pa.margins(a, V, g, pa.all_patterns(4)).values()) < 1
+    a, V = pa.four_heads(d, g)
+    got = pa.margins(a, V, g, pa.all_patterns(d))
+    # the docstring's closed form: (d-1) - |i + j - d - 1| on positive patterns (1-based i, j),
+    # -|i - j| on negative ones; the margin y g is that times y
+    for (i, j, p, q), m in got.items():
+        out = (d - 1) - abs(i + j + 2 - d - 1) if p == q else -abs(i - j)
+        assert m == p * q * out
+    assert min(got.values()) == 1
+    V[3] = V[2]  # both ramp heads the same sign: negative patterns lose their margin
+    assert min(pa.margins(a, V, g, pa.all_patterns(d)).values()) < 1
+
+
+def test_four_heads_refuse_d_below_two():
+    with pytest.raises(ValueError, match="'d'"):
+        pa.four_heads(1, F(1, 5))
+
+
+def test_constructions_table_matches_the_networks():
+    g = F(1, 5)
+    smallest, rows = pa.constructions([4, 8], 2, g)
+    assert smallest == [1, 1, 1, 1]
+    d, m2, m1, below, total, n2, n1, bound = rows[1]
+    assert (d, m2, m1) == (8, 1, 1) and total == 4 * (8 * 7 - 2)
+    assert 0 < below < total and bound == pa.task_rate_threshold(8, g)
+    assert n2 == pa.norm_formula(8, 3, g) and n1 == pa.norm_formula(8, 1, g)
 
 
 def test_rescale_and_projected_noise():
@@ -413,22 +399,27 @@ def test_chapter_evaluation_grid(basis):
             r,
         )
 
-    grid, z = ex.evaluation_grid(Us, LAM, basis, w, [4], [0.5], 20000, _gen, closed, "cpu")
-    assert set(grid) == {(4, 0.5)} and len(z) == 5 and max(abs(x) for x in z) < 5
+    grid, rows = ex.evaluation_grid(Us, LAM, basis, w, [4], [0.5], 20000, _gen, closed, "cpu")
+    assert set(grid) == {(4, 0.5)} and len(rows) == 5
+    assert max(abs(m - exact) / se for m, se, exact in rows) < 5
 
 
 def test_chapter_theorem_5_4_3_loops(basis):
     lam_q = [F(4), F(2), F(1), F(1, 2)]
-    assert ex.theorem_5_4_3_exact(lam_q, 8, [4, 16], [F(1), 0, 0, 0], (0, F(1, 2)))
+    residuals = ex.theorem_5_4_3_exact(lam_q, 8, [4, 16], [F(1), 0, 0, 0], (0, F(1, 2)))
+    assert len(residuals) == 2 * 2 * 4 and all(r == 0 for r in residuals)
     Us = _optimal_Us(basis)
-    z = ex.theorem_5_4_3_z(Us, LAM, basis, 8, [1, 0, 0, 0], 4, [0.5], 20000, _gen, "cpu")
-    assert len(z) == 3 and max(abs(x) for x in z) < 5
+    rows = ex.theorem_5_4_3_rows(Us, LAM, basis, 8, [1, 0, 0, 0], 4, [0.5], 20000, _gen, "cpu")
+    assert len(rows) == 3 and max(abs(m - exact) / se for m, se, exact in rows) < 5
 
 
 def test_chapter_flips_loop(basis):
     Us = _optimal_Us(basis)
-    mcs, z = ex.flips_z(Us, LAM, basis, 8, [1.0, 0.5, 0, 0], 4, [0.0, 0.2], 20000, _gen, "cpu")
-    assert set(mcs) == {0.0, 0.2} and len(z) == 10 and max(abs(x) for x in z) < 5
+    mcs, rows = ex.flips_rows(
+        Us, LAM, basis, 8, [1.0, 0.5, 0, 0], 4, [0.0, 0.2], 20000, _gen, "cpu"
+    )
+    assert set(mcs) == {0.0, 0.2} and len(rows) == 10
+    assert max(abs(m - exact) / se for m, se, exact in rows) < 5
 
 
 def test_parity_loops_in_the_library():
@@ -440,9 +431,7 @@ def test_parity_loops_in_the_library():
     nets = [pa.construction_small(2, 8, F(1, 5)), pa.construction(8, F(1, 5))]
     res = pa.behaviour(nets, 8, 2, F(1, 5), [16], [0.0], 500, gen)
     assert set(res) == {(16, 0.0)} and res[16, 0.0][0].shape[0] == 2
-    assert pa.decide_gaps([(1.0, 0.1), (2.0, 0.1)]) is True
-    assert pa.decide_gaps([(1.0, 0.1), (-2.0, 0.1)]) is False
-    assert pa.decide_gaps([(1.0, 0.1), (0.1, 0.1)]) is None
+    assert res[16, 0.0][2].n == 500
 
 
 def test_projected_noise_draws_the_same_signs_in_chunks():
@@ -451,3 +440,32 @@ def test_projected_noise_draws_the_same_signs_in_chunks():
     for chunk in (1, 500, 16 * 8 * 7 + 3):  # one trial, some trials, a ragged last draw
         parts = pa.projected_noise(V, 16, 3000, torch.Generator().manual_seed(5), chunk=chunk)
         assert torch.equal(parts, whole)
+
+
+def test_theorem_5_4_1_exact_residuals_vanish_and_a_wrong_optimum_shows():
+    R = F
+    residuals, not_worse, rows = ex.theorem_5_4_1_exact([(R(9), R(4), R(1))], (4,), seed=0)
+    assert len(residuals) == 4 and all(r == 0 for r in residuals) and not_worse == 0
+    assert [row[2] for row in rows] == [0, 1, 2, 3]
+    # the optimal loss of r = 1 by hand: tr D / 2 - N lambda_1^2 / (2 ((N+1) lambda_1 + tr D))
+    assert rows[1][4] == R(7) - R(4 * 81, 2 * (5 * 9 + 14))
+
+
+def test_random_rank_r_models_never_beat_the_optimum(basis):
+    Lam = data.covariance(LAM, basis)
+    gap = ex.random_rank_r_gap(LAM, Lam, 8, 500, torch.Generator().manual_seed(1))
+    assert gap >= -1e-12
+    # against a too-low L*_r (the full-rank minimum used for every r) it goes negative
+    assert gap < float(theory.optimal_loss(LAM, 8, 4) - theory.optimal_loss(LAM, 8, 1)) + 1
+
+
+def test_loss_of_blocks_moves_with_w21(basis):
+    U = 0.3 * torch.randn(4, 4, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    W_PV, W_KQ = model.blocks(U, 0.7)
+    Lam = data.covariance(LAM, basis)
+    formula = float(theory.population_loss(U, 0.7, Lam, 8))
+    same = ex.mc_loss_of_blocks(W_PV, W_KQ, LAM, basis, 8, 40_000, _gen(3))
+    assert abs(_z(same, formula)) < 4
+    W_KQ[4, :4] = 0.5
+    moved = ex.mc_loss_of_blocks(W_PV, W_KQ, LAM, basis, 8, 40_000, _gen(3))
+    assert abs(_z(moved, formula)) > 10

@@ -3,6 +3,16 @@
 
 from __future__ import annotations
 
+from companions.claims import (
+    AtLeast,
+    AtMost,
+    Claim,
+    Every,
+    Exact,
+    MeanAbove,
+    MeanBelow,
+    WithinErrors,
+)
 from companions.scale import (
     Chapter,
     Float,
@@ -74,6 +84,171 @@ _PARAMS = {
 
 _BASE = dict(eigenvalues=[4.0, 2.0, 1.0, 0.5], n_train=8, task=[1.0, -0.5, 0.8, 0.3])
 
+_MC = "within 4 standard errors in every row (many rows are compared at once)"
+
+REGRESSION_CLAIMS = (
+    Claim(
+        id="eq-5-2-corrected",
+        source="eq. (5.2), as corrected here",
+        kind="identity",
+        statistic="the largest relative gap between the corrected eq. (5.2) and the entry "
+        "(d+1, N+1) of eq. (5.1), all blocks random, 64 prompts, float64",
+        rule=AtMost(1e-10),
+        could_fail="a wrong correction (a transposed block, the query column kept) differs at "
+        "order 1",
+    ),
+    Claim(
+        id="eq-5-3-reduces",
+        source="eq. (5.3)",
+        kind="identity",
+        statistic="the largest relative gap between u/rho sum_i y_i x_i^T U x_q and eq. (5.1) "
+        "with the blocks of eq. (5.3), float64",
+        rule=AtMost(1e-10),
+        could_fail="if the query column or another block entered the prediction, the gap would "
+        "be of order 1",
+    ),
+    Claim(
+        id="lemma-5-1-monte-carlo",
+        source="Lemma 5.1",
+        kind="prediction",
+        statistic="Monte Carlo of the population loss with the full layer of eq. (5.1), for two "
+        "random (U, u) and a non-diagonal Lambda, against l~(U, u) + tr(Lambda)/2",
+        rule=WithinErrors(4),
+        could_fail="a wrong reduced loss or constant C moves the Monte Carlo by many standard "
+        "errors",
+    ),
+    Claim(
+        id="lemma-d-1-exact",
+        source="Lemma D.1",
+        kind="identity",
+        statistic="l~(U, u) - min l~ - (D.4)'s norm for two u and N in {3, 10}, and l~ at "
+        "U = 7 Gamma^-1, u = 1/7 minus the minimum, exact rationals, Lambda = Q diag(9/4, 1, 1/4) "
+        "Q^T with a Cayley Q",
+        rule=Exact(0),
+        could_fail="a wrong Gamma or a wrong minimiser leaves a nonzero rational",
+    ),
+    Claim(
+        id="theorem-5-4-1-exact",
+        source="Theorem 5.4.1",
+        kind="identity",
+        statistic="the stationarity equations solved by v* (symbolic d = 3), the numerator of g' "
+        "minus its positive factorisation, and L(U*) - L*_r for 3 spectra, N in {4, 16} and "
+        "every r, exact rationals in a Cayley basis",
+        rule=Exact(0),
+        could_fail="a wrong v* (another denominator than (N+1) lambda_i + tr D) leaves nonzero "
+        "residuals",
+    ),
+    Claim(
+        id="theorem-5-4-1-top-r-best",
+        source="Theorem 5.4.1",
+        kind="identity",
+        statistic="choices of r kept directions, other than the top r, whose optimal loss is not "
+        "strictly above the top r's, over the same cases (exact rationals)",
+        rule=Exact(0),
+        could_fail="if the optimum kept other directions than the top r, some other choice would "
+        "be as good or better",
+    ),
+    Claim(
+        id="theorem-5-4-1-random-rank-r",
+        source="Theorem 5.4.1",
+        kind="bound",
+        statistic="the smallest L(U, best u) - L*_r over random matrices U of rank at most r, "
+        "every r, float64",
+        rule=AtLeast(-1e-12),
+        could_fail="an L*_r that is too high would be beaten by some random rank-r matrix",
+    ),
+    Claim(
+        id="theorem-5-4-1-descent-exact-loss",
+        source="Theorem 5.4.1",
+        kind="prediction",
+        statistic="the largest relative distance ||uU - U*||_F / ||U*||_F after Adam on the "
+        "exact loss from random starts, every r, float64",
+        rule=AtMost(1e-3),
+        could_fail="a spurious stationary point (another set of r directions) lies at a relative "
+        "distance of order 1",
+    ),
+    Claim(
+        id="theorem-5-4-1-trained",
+        source="Theorem 5.4.1",
+        kind="prediction",
+        statistic="the relative distance ||uU - U*||_F / ||U*||_F of the layer of eq. (5.1) "
+        "trained in float32 on fresh prompts, per seed, for each trained rank",
+        rule=Every(MeanBelow(0.1)),
+        could_fail="training that ends elsewhere than U* (other directions, other scales) leaves "
+        "a mean distance above 0.1",
+        decides="more seeds per rank (the paper preset has 5)",
+    ),
+    Claim(
+        id="theorem-5-4-2-monte-carlo",
+        source="Theorem 5.4.2",
+        kind="prediction",
+        statistic="paired Monte Carlo of the evaluation loss of the optimal rank-r LSA, every r, "
+        "M in eval_m and sigma in sigmas, against Theorem 5.4.2 (rho = M, c = 1)",
+        rule=WithinErrors(4),
+        could_fail="a wrong term of Theorem 5.4.2 (D^2 for D^3, a missing 1/M) shows in some cell",
+    ),
+    Claim(
+        id="theorem-5-4-2-smaller-is-better",
+        source="Theorem 5.4.2 (implications)",
+        kind="prediction",
+        statistic="the paired Monte Carlo difference L(f_d) - L(f_r) at the smallest M and the "
+        "largest sigma, r the closed form's best rank there",
+        rule=MeanAbove(0.0, critical=3.0),
+        could_fail="if larger models were never worse, the full-rank model's loss would not "
+        "exceed the best smaller model's",
+        decides="more evaluation prompts (mc_prompts)",
+    ),
+    Claim(
+        id="theorem-5-4-3-exact",
+        source="Theorem 5.4.3",
+        kind="identity",
+        statistic="Theorem 5.4.3's gap minus the difference of two instances of Theorem 5.4.2, "
+        "r = 1, every r', M in eval_m, sigma^2 in {0, 1/2, 2}, exact rationals",
+        rule=Exact(0),
+        could_fail="a wrong sum range or coefficient in Theorem 5.4.3 leaves a nonzero rational",
+    ),
+    Claim(
+        id="theorem-5-4-3-monte-carlo",
+        source="Theorem 5.4.3",
+        kind="prediction",
+        statistic="paired Monte Carlo of L(f_r') - L(f_1), r' = 2..d, at the smallest M and each "
+        "sigma, against Theorem 5.4.3",
+        rule=WithinErrors(4),
+        could_fail="a wrong gap formula shows as a Monte Carlo difference many standard errors "
+        "away",
+    ),
+    Claim(
+        id="flips-gap-independent-of-f",
+        source="this book (Section 5.6's flips)",
+        kind="identity",
+        statistic="d/df of the gap L(f_4) - L(f_2) in this book's flipped-label loss, every "
+        "quantity symbolic (d = 4, task in the top two directions)",
+        rule=Exact(0),
+        could_fail="if flips entered the directions a larger model adds, the gap would depend on f",
+    ),
+    Claim(
+        id="flips-monte-carlo",
+        source="this book (Section 5.6's flips)",
+        kind="prediction",
+        statistic="Monte Carlo of the evaluation loss with each flip probability, every r, task "
+        "in the top two directions, against this book's flipped-label formula",
+        rule=WithinErrors(4),
+        could_fail="a wrong fourth moment (Lemma D.2's literal form) or a wrong sign of m "
+        "shows in some row",
+    ),
+    Claim(
+        id="lemma-5-1-needs-zero-blocks",
+        source="Lemma 5.1 / Section 5.4",
+        kind="erratum",
+        statistic="Monte Carlo of the loss with w_21^KQ = 0.5 (the other blocks as eq. (5.3)) "
+        "against l~(U, u) + C; the rule is the source's statement that the loss depends on "
+        "(U, u) only",
+        rule=WithinErrors(4),
+        could_fail="a loss many standard errors away from l~(U, u) + C (differs) confirms that "
+        "Lemma 5.1 needs w_21 = 0",
+    ),
+)
+
 CHAPTER = register_chapter(
     Chapter(
         id="icl-scale-regression",
@@ -130,6 +305,7 @@ CHAPTER = register_chapter(
             ),
         },
         checks=(_check_parameter_pairs,),
+        claims=REGRESSION_CLAIMS,
     )
 )
 
@@ -145,6 +321,12 @@ def _check_parity(p):
         return f"parameter 'dims' = {list(p['dims'])} is not allowed: powers of 2, at least 4"
     if p["k"] >= p["d_eval"]:
         return f"parameter 'k' = {p['k']} is not allowed: it must be below d_eval = {p['d_eval']}"
+    small = [n for n in p["dims"] if n < p["k"]]
+    if small:
+        return (
+            f"parameter 'dims' = {list(p['dims'])} is not allowed: every d must be at least "
+            f"k = {p['k']} (Theorem 5.5.1's g1* has k <= d)"
+        )
     if sorted(set(p["flips"])) != list(p["flips"]) or p["flips"][0] != 0:
         return f"parameter 'flips' = {list(p['flips'])} must increase strictly from 0"
     return None
@@ -158,6 +340,67 @@ def _snap_parity(v: dict, t: float) -> dict:
     v["dims"] = list(dict.fromkeys(nearest_int(n, is_power_of_two, low=4) for n in v["dims"]))
     return v
 
+
+_ROBUST = (
+    "the paired difference hinge(g2*) - hinge(g1*) over prompts, more than 3 standard errors "
+    "above 0 in every cell (many prompts: a fixed 3 se)"
+)
+
+PARITY_CLAIMS = (
+    Claim(
+        id="theorem-5-5-1-constructions",
+        source="Theorem 5.5.1",
+        kind="identity",
+        statistic="the smallest margin y g of g2* over every ordered task and sign pattern, and "
+        "of g1* over S1, at each d in dims (N -> infinity, exact fractions)",
+        rule=Exact(1),
+        could_fail="a wrong digit rule or scale (1/(4 gamma), v/(4 gamma)) leaves a margin below "
+        "1, or above it at every pattern",
+    ),
+    Claim(
+        id="theorem-5-5-1-minimum-norm",
+        source="Theorem 5.5.1 (its optimality; Appendix D.3.1)",
+        kind="erratum",
+        statistic="the smallest squared norm of a zero-loss six-head network found by the search "
+        "at d = 4 (rescaled to margin exactly 1, checked in exact fractions), over g2*'s squared "
+        "norm; the rule is the source's statement that g2* is the least-norm zero-loss network",
+        rule=AtLeast(1.0),
+        could_fail="a zero-loss six-head network of smaller norm (a ratio below 1, differs) "
+        "refutes the theorem's optimality, not only its proof",
+    ),
+    Claim(
+        id="theorem-5-5-1-four-heads-suffice",
+        source="Theorem 5.5.1 (g1*; the proof's minimum width, Appendix D.3.1)",
+        kind="erratum",
+        statistic="the smallest margin of this book's four-head network (a = (+1, +1, -1, -1)) "
+        "over every ordered task and sign pattern, at each d in dims (exact fractions); the rule "
+        "is the source's statement that the optimum with 2(v1 + 1) >= 4 heads, g1*, leaves S2 "
+        "uncovered, and that zero loss needs 2(v2 + 1) heads",
+        rule=AtMost(1.0, strict=True),
+        could_fail="a four-head network with margin at least 1 everywhere (differs) has zero "
+        "loss where g1* does not, so g1* is not optimal and the minimum width is wrong",
+    ),
+    Claim(
+        id="small-more-robust",
+        source="this book (the constructed networks; Section 5.5.2's implication)",
+        kind="prediction",
+        statistic="at f = 0 and each M: " + _ROBUST,
+        rule=Every(MeanAbove(0.0, critical=3.0)),
+        could_fail="if the extra heads of g2* cost nothing with M examples, the gap would not be "
+        "positive",
+        decides="more evaluation prompts (prompts)",
+    ),
+    Claim(
+        id="flips-small-more-robust",
+        source="this book (Section 5.6's flips)",
+        kind="prediction",
+        statistic="at each f > 0 and M: " + _ROBUST,
+        rule=Every(MeanAbove(0.0, critical=3.0)),
+        could_fail="if flips hurt the small network as much as the large one, some gap would not "
+        "be positive",
+        decides="more evaluation prompts (prompts)",
+    ),
+)
 
 PARITY = register_chapter(
     Chapter(
@@ -178,7 +421,6 @@ PARITY = register_chapter(
                 Float(0, 0.5), min_len=2, doc="probabilities of flipping an in-context label"
             ),
             "prompts": Int(100, 100_000_000, doc="evaluation prompts per (M, flip) cell"),
-            "noise_draws": Int(100, 100_000_000, doc="draws of Xi per M (Theorem 5.5.2)"),
             "search_starts": Int(1, 100, doc="random starts of the small-norm search (d = 4)"),
             "search_steps": Int(10, 1_000_000, doc="Adam steps of the small-norm search"),
         },
@@ -191,7 +433,6 @@ PARITY = register_chapter(
                 eval_m=[16, 64],
                 flips=[0.0, 0.2],
                 prompts=4000,
-                noise_draws=20000,
                 search_starts=1,
                 search_steps=1500,
             ),
@@ -203,7 +444,6 @@ PARITY = register_chapter(
                 eval_m=[8, 16, 64, 256],
                 flips=[0.0, 0.1, 0.2, 0.3, 0.4],
                 prompts=20000,
-                noise_draws=200000,
                 search_starts=3,
                 search_steps=3000,
             ),
@@ -215,12 +455,12 @@ PARITY = register_chapter(
                 eval_m=[8, 16, 64, 256, 1024],
                 flips=[0.0, 0.1, 0.2, 0.3, 0.4],
                 prompts=200000,
-                noise_draws=1000000,
                 search_starts=10,
                 search_steps=10000,
             ),
         },
         checks=(_check_parity,),
         snap=_snap_parity,
+        claims=PARITY_CLAIMS,
     )
 )

@@ -8,29 +8,25 @@ Monte Carlo runs in float64; training in float32. Every mean comes with its stan
 from __future__ import annotations
 
 import math
-import statistics
 from dataclasses import dataclass
 
+import sympy as sp
 import torch
 
+from companions.claims import Estimate
 from companions.icl_scale import data, model, theory
-from companions.stats import all_of
 from companions.train import progress as progress_bar
 
 
-@dataclass
-class Estimate:
-    mean: float
-    se: float
-
-    def z(self, expected: float) -> float:
-        """``(mean - expected) / se``."""
-        return (self.mean - float(expected)) / self.se
-
-
 def _estimate(x: torch.Tensor) -> Estimate:
+    """The mean of ``x`` with its standard error and size (a :class:`companions.Estimate`)."""
     x = x.double()
-    return Estimate(float(x.mean()), float(x.std() / math.sqrt(len(x))))
+    return Estimate(float(x.mean()), float(x.std() / math.sqrt(len(x))), len(x))
+
+
+def against(est: Estimate, exact) -> tuple[float, float, float]:
+    """``(estimate, standard error, exact value)``: a row for the rule ``WithinErrors``."""
+    return est.mean, est.se, float(exact)
 
 
 def mc_population_loss(
@@ -40,6 +36,15 @@ def mc_population_loss(
     and the blocks of eq. (5.3), ``rho = N`` (Lemma 5.1's left side), over pretraining prompts,
     ``chunk`` at a time through :func:`companions.train.progress` (a dry run draws the first)."""
     W_PV, W_KQ = model.blocks(U.to(device, torch.float64), u)
+    return mc_loss_of_blocks(W_PV, W_KQ, eigenvalues, Q, N, trials, generator, chunk, device)
+
+
+def mc_loss_of_blocks(
+    W_PV, W_KQ, eigenvalues, Q, N, trials, generator, chunk=50_000, device="cpu"
+) -> Estimate:
+    """``1/2 E (y_hat - <w, x_q>)^2`` for any blocks ``W_PV, W_KQ`` of eq. (5.1) (for instance with
+    ``w_21^KQ != 0``, outside Lemma 5.1), ``rho = N``, over pretraining prompts."""
+    W_PV, W_KQ = W_PV.to(device, torch.float64), W_KQ.to(device, torch.float64)
     out = []
     for start in progress_bar(range(0, trials, chunk), desc=f"population loss, {trials} prompts"):
         b = min(chunk, trials - start)
@@ -152,38 +157,6 @@ def gd_population(r, Lam, N, steps, lr, generator, init_scale=0.3) -> torch.Tens
         return (u * WK.T @ WQ).detach()
 
 
-def combine_decisions(per_case: dict):
-    """Combine per-case decisions (``True`` / ``False`` / ``None`` from
-    :func:`companions.stats.decide`): ``True`` when every case is ``True``, ``False`` when any is
-    ``False``, else ``None`` (inconclusive)."""
-    values = list(per_case.values())
-    if not values:
-        raise ValueError("no decisions to combine")
-    return all_of(values)
-
-
-def seeds_to_decide(effect: float, se: float, n: int, margin: float = 0.0, most: int = 1000):
-    """The smallest number of seeds ``n' > n`` at which :func:`companions.stats.decide` would
-    decide ``effect`` against ``margin`` if the mean and the seeds' spread stayed as measured
-    (``se`` scaled by ``sqrt(n / n')``); ``None`` when no ``n' <= most`` would."""
-    from companions import stats
-
-    gap = abs(effect - margin)
-    if gap == 0:
-        return None
-    # t_critical(df) exceeds the normal quantile z for every df, so no n' <= n (z se / gap)^2
-    # decides: the search starts there rather than computing a t quantile for each n' below it.
-    z = statistics.NormalDist().inv_cdf(0.975)
-    ratio = z * se / gap
-    bound = n * ratio * ratio  # a product, not ** 2: a tiny gap gives inf, not an OverflowError
-    if bound >= most:
-        return None
-    for m in range(max(n + 1, math.floor(bound)), most + 1):
-        if stats.t_critical(m - 1) * se * math.sqrt(n / m) < gap:
-            return m
-    return None
-
-
 # ---- the chapter's loops, kept here so that the page shows short calls -------------------------
 
 
@@ -225,9 +198,9 @@ def train_ranks(ranks, seeds, eigenvalues, Q, N, steps, batch, lr, generator_for
 
 
 def trained_table(trained, eigenvalues, Q, N):
-    """``(Markdown table, {r: (mean distance, its standard error)})`` for :func:`train_ranks`'s
-    result: the distance over seeds, the mean excess loss, the first seed's learned diagonal in the
-    eigenbasis and the optimum's ``v*``."""
+    """``(Markdown table, {r: [relative distance of each seed]})`` for :func:`train_ranks`'s
+    result: the distance over seeds (mean and standard error), the mean excess loss, the first
+    seed's learned diagonal in the eigenbasis and the optimum's ``v*``."""
     rows = [
         "| r | relative distance (mean ± se) | excess loss (mean) | learned diag(Q^T uU Q) | v* |",
         "|---|---|---|---|---|",
@@ -235,8 +208,9 @@ def trained_table(trained, eigenvalues, Q, N):
     margins = {}
     for r, runs in trained.items():
         dist = torch.tensor([x[1] for x in runs], dtype=torch.float64)
-        mean, se = float(dist.mean()), float(dist.std() / math.sqrt(len(dist)))
-        margins[r] = (mean, se)
+        mean = float(dist.mean())
+        se = float(dist.std() / math.sqrt(len(dist))) if len(dist) > 1 else float("nan")
+        margins[r] = dist.tolist()
         diag = torch.diagonal(Q.T @ runs[0][0].U @ Q).tolist()
         vstar = theory.optimal_v(eigenvalues, N, r)
         excess = sum(x[2] for x in runs) / len(runs)
@@ -248,10 +222,11 @@ def trained_table(trained, eigenvalues, Q, N):
 
 
 def evaluation_grid(Us, eigenvalues, Q, w, eval_m, sigmas, trials, generator_for, closed, device):
-    """``({(M, sigma): PairedLosses}, z-scores)``: paired Monte Carlo of the evaluation loss of
-    every model in ``Us`` for each ``M`` and ``sigma`` (cell ``(i, j)`` draws from
-    ``generator_for(200 + 10 i + j)``), each rank's mean against ``closed(r, M, sigma)``."""
-    grid, z = {}, []
+    """``({(M, sigma): PairedLosses}, rows)``: paired Monte Carlo of the evaluation loss of every
+    model in ``Us`` for each ``M`` and ``sigma`` (cell ``(i, j)`` draws from
+    ``generator_for(200 + 10 i + j)``); a row ``(estimate, se, closed(r, M, sigma))`` per rank and
+    cell."""
+    grid, rows = {}, []
     for i, M in enumerate(eval_m):
         for j, sigma in enumerate(sigmas):
             mc = mc_evaluation_losses(
@@ -266,48 +241,49 @@ def evaluation_grid(Us, eigenvalues, Q, w, eval_m, sigmas, trials, generator_for
                 device=device,
             )
             grid[M, sigma] = mc
-            z += [mc.estimate(r).z(closed(r, M, sigma)) for r in range(len(Us))]
-    return grid, z
+            rows += [against(mc.estimate(r), closed(r, M, sigma)) for r in range(len(Us))]
+    return grid, rows
 
 
-def theorem_5_4_3_exact(eigenvalues, N, eval_m, s, noise_variances=(0, 1, 4)) -> bool:
-    """Theorem 5.4.3's gap ``L(f_r') - L(f_1)`` equals the difference of two instances of Theorem
-    5.4.2 for every ``M``, ``sigma^2`` and ``r' = 1..d`` (exact for rational inputs)."""
+def theorem_5_4_3_exact(eigenvalues, N, eval_m, s, noise_variances=(0, 1, 4)) -> list:
+    """Residuals of Theorem 5.4.3's gap ``L(f_r') - L(f_1)`` against the difference of two
+    instances of Theorem 5.4.2, for every ``M``, ``sigma^2`` and ``r' = 1..d`` (exact for rational
+    inputs: every residual is 0 when the two agree)."""
     d = len(eigenvalues)
     zero = [0] * d
-    return all(
+    return [
         theory.theorem_5_4_2(eigenvalues, N, M, s2, s, zero, r2)
         - theory.theorem_5_4_2(eigenvalues, N, M, s2, s, zero, 1)
-        == theory.theorem_5_4_3(eigenvalues, N, M, s2, s, 1, r2)
+        - theory.theorem_5_4_3(eigenvalues, N, M, s2, s, 1, r2)
         for M in eval_m
         for s2 in noise_variances
         for r2 in range(1, d + 1)
-    )
+    ]
 
 
-def theorem_5_4_3_z(Us, eigenvalues, Q, N, s, M, sigmas, trials, generator_for, device):
-    """z-scores of paired Monte Carlo ``L(f_r') - L(f_1)``, ``r' = 2..d``, against Theorem 5.4.3,
-    for a task with coordinates ``s`` (top direction only) and each ``sigma`` (draws from
-    ``generator_for(300 + j)``)."""
+def theorem_5_4_3_rows(Us, eigenvalues, Q, N, s, M, sigmas, trials, generator_for, device):
+    """Rows ``(estimate, se, Theorem 5.4.3)`` of paired Monte Carlo ``L(f_r') - L(f_1)``,
+    ``r' = 2..d``, for a task with coordinates ``s`` (top direction only) and each ``sigma`` (draws
+    from ``generator_for(300 + j)``)."""
     d = len(eigenvalues)
     w = Q @ torch.tensor([float(x) for x in s], dtype=torch.float64)
-    z = []
+    rows = []
     for j, sigma in enumerate(sigmas):
         mc = mc_evaluation_losses(
             Us, eigenvalues, Q, w, M, trials, generator_for(300 + j), sigma=sigma, device=device
         )
         for r2 in range(2, d + 1):
             gap = theory.theorem_5_4_3(eigenvalues, N, M, sigma**2, [float(x) for x in s], 1, r2)
-            z.append(mc.difference(r2, 1).z(gap))
-    return z
+            rows.append(against(mc.difference(r2, 1), gap))
+    return rows
 
 
-def flips_z(Us, eigenvalues, Q, N, coords, M, flips, trials, generator_for, device):
-    """``({f: PairedLosses}, z-scores)``: Monte Carlo evaluation losses with sign flips against
-    this book's closed form :func:`theory.evaluation_loss`, every rank and flip (draws from
-    ``generator_for(400 + j)``)."""
+def flips_rows(Us, eigenvalues, Q, N, coords, M, flips, trials, generator_for, device):
+    """``({f: PairedLosses}, rows)``: Monte Carlo evaluation losses with sign flips, a row
+    ``(estimate, se, this book's closed form)`` (:func:`theory.evaluation_loss`) for every rank
+    and flip (draws from ``generator_for(400 + j)``)."""
     w = Q @ torch.tensor(coords, dtype=torch.float64)
-    mcs, z = {}, []
+    mcs, rows = {}, []
     for j, f in enumerate(flips):
         mc = mcs[f] = mc_evaluation_losses(
             Us, eigenvalues, Q, w, M, trials, generator_for(400 + j), flip=f, device=device
@@ -316,5 +292,42 @@ def flips_z(Us, eigenvalues, Q, N, coords, M, flips, trials, generator_for, devi
             closed = theory.evaluation_loss(
                 eigenvalues, theory.optimal_v(eigenvalues, N, r), coords, M, 0, f
             )
-            z.append(mc.estimate(r).z(closed))
-    return mcs, z
+            rows.append(against(mc.estimate(r), closed))
+    return mcs, rows
+
+
+def theorem_5_4_1_exact(spectra, Ns, seed: int, c: int = 3):
+    """Theorem 5.4.1 in exact rationals, in a non-diagonal rational basis (a Cayley transform):
+    for each spectrum, ``N`` and ``r``, the residual ``L(U*, 1/c) - L*_r`` of the optimum against
+    this book's closed form (:func:`theory.optimal_loss`), and the number of other choices of
+    ``r`` kept directions that are not strictly worse than the top ``r`` (the proof's exchange
+    argument). Returns ``(residuals, not_worse, rows)`` with a row ``(spectrum, N, r, v*, L*_r)``
+    per case."""
+    residuals, not_worse, rows = [], 0, []
+    for j, lam in enumerate(spectra):
+        Qj = theory.cayley_orthogonal(len(lam), seed + 7 + j)
+        Lam_j = Qj * sp.diag(*lam) * Qj.T
+        for Nj in Ns:
+            for r in range(len(lam) + 1):
+                Ustar = theory.optimal_U(Qj, lam, Nj, r, c=c)
+                value = theory.population_loss(Ustar, sp.Rational(1, c), Lam_j, Nj)
+                best = theory.optimal_loss(lam, Nj, r)
+                residuals.append(sp.simplify(value - best))
+                losses = theory.best_subset_losses(lam, Nj, r)
+                top = tuple(range(r))
+                not_worse += sum(bool(L <= losses[top]) for S, L in losses.items() if S != top)
+                rows.append((lam, Nj, r, theory.optimal_v(lam, Nj, r), best))
+    return residuals, not_worse, rows
+
+
+def random_rank_r_gap(eigenvalues, Lam, N, models: int, generator) -> float:
+    """The smallest ``L(U, best u) - L*_r`` over ``models`` random matrices of rank at most ``r``
+    (Gaussian factors), for every ``r = 1..d`` (float64): negative would refute ``L*_r``."""
+    d = len(eigenvalues)
+    worst = math.inf
+    for r in range(1, d + 1):
+        A = torch.randn(models, d, r, generator=generator, dtype=torch.float64)
+        B = torch.randn(models, r, d, generator=generator, dtype=torch.float64)
+        best = theory.loss_at_best_u(A @ B, Lam, N)
+        worst = min(worst, float(best.min()) - float(theory.optimal_loss(eigenvalues, N, r)))
+    return worst

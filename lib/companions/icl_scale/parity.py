@@ -1,6 +1,7 @@
 """Sparse parity in context (Section 5.5, Appendix D.3): the constructed networks of Theorem
 5.5.1, checked exactly in the limit N -> infinity; their behaviour with M examples and flipped
-labels (Theorem 5.5.2); and zero-loss networks with fewer heads or smaller norm.
+labels (Theorem 5.5.2); and zero-loss networks with fewer heads (:func:`four_heads`) or smaller
+norm (:func:`smaller_norm_search`).
 
 Coordinates: the dictionary ``G`` is orthonormal and ``W = G V G^T``, so every quantity here is
 computed in the hidden coordinates ``phi`` (``x = G phi``): ``y^T X / N W x_q = h^T V phi_q``
@@ -16,6 +17,7 @@ from fractions import Fraction
 
 import torch
 
+from companions.claims import Estimate
 from companions.train import progress
 
 SIGNS = ((1, 1), (1, -1), (-1, 1), (-1, -1))
@@ -91,15 +93,21 @@ def task_rate_threshold(d: int, gamma) -> Fraction:
     return (q - g) / (Fraction(d * (d - 1), 2) * (q + g) + q - g)
 
 
-def five_heads_d4(gamma):
-    """A zero-loss network for ``d = 4`` with 5 heads (Theorem 5.5.1 has 6), found while preparing
-    this book: ``a = (+1, +1, -1, -1, -1)``, ``V^(1) = -2c I``, ``V^(2) = 2c I``,
-    ``V^(3..5) = c diag`` of ``(1, -2, 1, 0)``, ``(1, 1, -2, 0)``, ``(-2, 1, 1, 0)``,
-    ``c = 1/(4 gamma)``."""
+def four_heads(d: int, gamma):
+    """A four-head network with zero population hinge loss on every ordered task and sign pattern,
+    at every ``d >= 2`` (this book's; Theorem 5.5.1 gives ``g_1^*`` four heads for ``k = 2``, with
+    margin 0 on some ``S_2`` patterns): ``a = (+1, +1, -1, -1)``,
+    ``V^(1) = c (d-1) I``, ``V^(2) = -c (d-1) I``, ``V^(3) = c diag(2l - d - 1)_(l=1..d)``,
+    ``V^(4) = -V^(3)``, ``c = 1/(4 gamma)``.
+
+    On a positive pattern (``phi_i = phi_j``) the output is ``(d-1) - |i + j - d - 1| >= 1``; on a
+    negative one it is ``-|i - j| <= -1``: margin at least 1 everywhere."""
+    if d < 2:
+        raise ValueError(f"parameter 'd' = {d} is not allowed: expected d >= 2")
     c = Fraction(1) / (4 * Fraction(gamma))
-    V = [[-2 * c] * 4, [2 * c] * 4]
-    V += [[c * x for x in row] for row in ((1, -2, 1, 0), (1, 1, -2, 0), (-2, 1, 1, 0))]
-    return [1, 1, -1, -1, -1], V
+    ramp = [c * (2 * n - d - 1) for n in range(1, d + 1)]
+    V = [[c * (d - 1)] * d, [-c * (d - 1)] * d, ramp, [-x for x in ramp]]
+    return [1, 1, -1, -1], V
 
 
 def rescale_to_margin_one(a, V, gamma, task_list):
@@ -239,22 +247,34 @@ def smaller_norm_search(starts, steps, gamma, generator_for, signs=(-1, -1, 1, -
 
 
 def behaviour(nets, d, k, gamma, eval_m, flips, trials, generator_for):
-    """``{(M, f): (hinge, correct, (mean, se) of hinge[1] - hinge[0])}``: :func:`evaluate` for every
+    """``{(M, f): (hinge, correct, Estimate of hinge[1] - hinge[0])}``: :func:`evaluate` for every
     ``M`` and flip probability ``f`` (cell ``(i, j)`` draws from ``generator_for(100 + 10 i + j)``),
-    the networks on the same prompts."""
+    the networks on the same prompts, so the gap is paired."""
     out = {}
     for i, M in enumerate(eval_m):
         for j, f in enumerate(flips):
             g = generator_for(100 + 10 * i + j)
             hinge, correct = evaluate(nets, d, k, float(gamma), M, f, trials, g)
-            out[M, f] = (hinge, correct, mean_se(hinge[1] - hinge[0]))
+            gap = hinge[1] - hinge[0]
+            out[M, f] = (hinge, correct, Estimate(*mean_se(gap), len(gap)))
     return out
 
 
-def decide_gaps(gaps, z=3.0):
-    """``True`` when every ``(mean, se)`` gap is above ``z`` standard errors, ``False`` when any is
-    below ``-z``, else ``None`` (large paired Monte Carlo samples, so a fixed ``z``)."""
-    gaps = list(gaps)
-    if all(m > z * s for m, s in gaps):
-        return True
-    return False if any(m < -z * s for m, s in gaps) else None
+def constructions(dims, k: int, gamma):
+    """Theorem 5.5.1's networks at each ``d`` in ``dims`` (``k`` important features), in exact
+    fractions: returns ``(smallest margins, rows)``, the margins of ``g_2^*`` over every task and
+    of ``g_1^*`` over ``S_1`` (one pair per ``d``), and a row per ``d``: ``(d, min margin g2*,
+    min margin g1* on S1, S2 patterns of g1* below margin 1, S2 patterns, norm g2*, norm g1*,
+    the p_T bound)``."""
+    smallest, rows = [], []
+    for d in dims:
+        a2, V2 = construction(d, gamma)
+        a1, V1 = construction_small(k, d, gamma)
+        s1, s2 = tasks(d, k)
+        m2 = min(margins(a2, V2, gamma, s1 + s2).values())
+        m1 = min(margins(a1, V1, gamma, s1).values())
+        below = sum(1 for m in margins(a1, V1, gamma, s2).values() if m < 1)
+        smallest += [m2, m1]
+        norms = (squared_norm(V2), squared_norm(V1))
+        rows.append((d, m2, m1, below, 4 * len(s2), *norms, task_rate_threshold(d, gamma)))
+    return smallest, rows

@@ -1,0 +1,94 @@
+"""The regression chapter's tables and figures: each function takes what the theory and the
+experiments returned and writes or draws it; nothing here decides a claim."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from companions import plots
+from companions.icl_scale import theory
+
+
+def optimum_table(cases, shown_n: int) -> str:
+    """Markdown: ``(spectrum, N, r, v*, L*_r)`` for the cases with ``N = shown_n``, and every
+    case at full rank (:func:`companions.icl_scale.experiments.theorem_5_4_1_exact`'s rows)."""
+    rows = ["| spectrum | N | r | v* | L*_r |", "|---|---|---|---|---|"]
+    for lam, n, r, v, loss in cases:
+        if n == shown_n or r == len(lam):
+            spectrum = ", ".join(map(str, lam))
+            rows.append(f"| {spectrum} | {n} | {r} | {', '.join(map(str, v))} | {loss} |")
+    return "\n".join(rows)
+
+
+def best_rank_table(eigenvalues, N, task, eval_m, sigmas) -> str:
+    """Markdown: the rank with the lowest evaluation loss (Theorem 5.4.2, closed form) for each
+    ``M`` (rows) and noise level ``sigma`` (columns), for the task with coordinates ``task``."""
+    d = len(eigenvalues)
+
+    def loss(r, M, sigma):
+        s, xi = list(task[:r]) + [0.0] * (d - r), [0.0] * r + list(task[r:])
+        return theory.theorem_5_4_2(eigenvalues, N, M, sigma**2, s, xi, r)
+
+    head = "| M | " + " | ".join(f"σ = {x}" for x in sigmas) + " |"
+    rows = [head, "|---|" + "---|" * len(sigmas)]
+    for M in eval_m:
+        best = [min(range(d + 1), key=lambda r: loss(r, M, x)) for x in sigmas]
+        rows.append(f"| {M} | " + " | ".join(map(str, best)) + " |")
+    return "\n".join(rows)
+
+
+def figure_tradeoff(closed, grid, d: int, ms, sigmas):
+    """Evaluation loss against the rank: ``closed(r, M, sigma)`` (lines) and the Monte Carlo
+    ``grid[M, sigma]`` (points, two standard errors), one panel per ``M`` in ``ms``."""
+    fig, axes = plots.subplots(1, len(ms), width=3.5, height=3.4)
+    rs = np.arange(d + 1)
+    for ax, M in zip(axes[0], ms):
+        for j, sigma in enumerate(sigmas):
+            c = plots.color(j)
+            ax.plot(rs, [closed(r, M, sigma) for r in rs], color=c, label=f"σ={sigma}")
+            est = [grid[M, sigma].estimate(r) for r in rs]
+            ax.errorbar(rs, [e.mean for e in est], yerr=[2 * e.se for e in est], fmt="o", color=c)
+        ax.set(xlabel="rank r", ylabel="evaluation loss", title=f"M = {M}")
+    axes[0, 0].legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def figure_flips(eigenvalues, N, coords, M, flips, sigmas, flip_mc):
+    """Left: evaluation loss against the flip probability for each rank (this book's closed form,
+    lines; Monte Carlo ``flip_mc[f]``, points). Right: the same ranks against additive noise."""
+    fig, axes = plots.subplots(1, 2, width=3.5, height=3.4)
+    d = len(eigenvalues)
+    fs = np.linspace(0, max(flips), 21)
+    sg = np.linspace(0, 2 * max(sigmas), 21)
+    for r in range(1, d + 1):
+        c, v = plots.color(r), theory.optimal_v(eigenvalues, N, r)
+        curve = [theory.evaluation_loss(eigenvalues, v, coords, M, 0, f) for f in fs]
+        axes[0, 0].plot(fs, curve, color=c, label=f"r={r}")
+        est = [flip_mc[f].estimate(r) for f in flips]
+        axes[0, 0].errorbar(
+            flips, [e.mean for e in est], yerr=[2 * e.se for e in est], fmt="o", color=c
+        )
+        noisy = [theory.evaluation_loss(eigenvalues, v, coords, M, x**2, 0) for x in sg]
+        axes[0, 1].plot(sg, noisy, color=c)
+    axes[0, 0].set(xlabel="flip probability f", ylabel="evaluation loss", title=f"M = {M}")
+    axes[0, 1].set(xlabel="label noise σ", title=f"M = {M}")
+    axes[0, 0].legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def figure_parity_behaviour(results, eval_m, flips):
+    """Mean hinge loss of the two networks against ``M``, one colour per flip probability
+    (``results[M, f] = (hinge, correct, gap)``, hinge of shape ``(2, prompts)``): the small
+    network solid, the large one dashed."""
+    fig, axes = plots.subplots(1, 1, width=5.0, height=3.4)
+    ax = axes[0, 0]
+    for j, f in enumerate(flips):
+        c = plots.color(j)
+        ax.plot(eval_m, [results[M, f][0][0].mean() for M in eval_m], color=c, label=f"f={f}")
+        ax.plot(eval_m, [results[M, f][0][1].mean() for M in eval_m], color=c, ls="--")
+    ax.set(xscale="log", xlabel="M", ylabel="mean hinge loss")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
