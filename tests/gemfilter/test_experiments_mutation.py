@@ -46,7 +46,7 @@ def test_by_depth_averages_rows_grouped_by_depth():
 
 def _seed_result(seed, r, full, layer_acc):
     z = np.zeros(2)
-    return gx.SeedResult(seed, r, np.array(full), layer_acc, {}, z, z, z)
+    return gx.SeedResult(seed, r, np.array(full), layer_acc, {}, z, z, z, z, z)
 
 
 def test_seed_means_by_hand():
@@ -79,6 +79,9 @@ def _recipe(model, ids, answer, pos, k, fl, pool, depths, g):
     }
     out["listing"] = acc(sel(fl, listing=True))
     out["no_pool"] = acc(sel(fl, p=1))
+    for row in ("middle", "largest"):
+        J = gm.select_tokens(gm.row_scores(model, ids, fl, row, pool=pool), k)
+        out[f"{row}_row"] = acc(J)
     out["random"] = acc(gm.random_selection(ids.shape[0], ids.shape[1], k, g))
     return out
 
@@ -89,7 +92,7 @@ def test_evaluate_is_its_recipe(toy, fl, pool):
     got = gx.evaluate(toy, ids, answer, pos, 4, fl, pool, 3, torch.Generator().manual_seed(9))
     want = _recipe(toy, ids, answer, pos, 4, fl, pool, 3, torch.Generator().manual_seed(9))
     assert set(got) == set(want)
-    for key in ("full", "listing", "no_pool", "random"):
+    for key in ("full", "listing", "no_pool", "middle_row", "largest_row", "random"):
         assert got[key].shape == (3,) and np.array_equal(got[key], want[key]), key
     for key in ("layer_acc", "layer_cov"):
         assert list(got[key]) == [1, 2, 3]

@@ -10,6 +10,7 @@ from companions.gemfilter import complexity as gc
 from companions.gemfilter import experiments as gx
 from companions.gemfilter import model as gm
 from companions.gemfilter import report as grep
+from companions.gemfilter import tables as gt
 
 FILL = 11
 
@@ -63,9 +64,9 @@ def test_needle_depth_places_the_needle_at_both_ends():
         gm.needle_prompts(2, 3, FILL, g)
 
 
-def _manual_scores(model, ids, r):
-    """Layer r's pre-softmax last-row scores summed over heads, from the full model's hidden
-    states, written out head by head (no hook, no truncation)."""
+def _manual_scores(model, ids, r, row=-1):
+    """Layer r's pre-softmax scores of query ``row`` (the last by default) summed over heads,
+    from the full model's hidden states, written out head by head (no hook, no truncation)."""
     out = model(input_ids=ids, output_hidden_states=True, use_cache=False)
     x = out.hidden_states[r - 1]  # the input of layer r
     layer = model.model.layers[r - 1]
@@ -87,8 +88,12 @@ def _manual_scores(model, ids, r):
     group = q.shape[2] // k.shape[2]
     total = torch.zeros(b, n)
     for j in range(q.shape[2]):
-        total += (k[:, :, j // group, :] * q[:, -1:, j, :]).sum(-1)
+        total += (k[:, :, j // group, :] * q[:, row : row + 1 if row != -1 else None, j, :]).sum(-1)
     return total
+
+
+def _manual_row(model, ids, r, row):
+    return _manual_scores(model, ids, r, row)
 
 
 @torch.no_grad()
@@ -197,18 +202,78 @@ def test_theorem_table_and_its_consequences():
         gc.prompt_speedup(32, 33)
 
 
-def test_record_complexity_statuses(tmp_path):
-    cfg = companions.preset("gemfilter", "smoke", ledger_dir=str(tmp_path))
-    led = companions.Ledger(cfg, device="cpu")
-    grep.record_complexity(led)
-    status = {c["id"]: c["status"] for c in led.claims}
-    assert status["standard-prompt-memory"] == "differs"
-    assert status["speedup-llama"] == "reproduced"
-    assert status["speedup-figure-9-6"] == "differs"
-    assert all(
-        status[i] == "holds"
-        for i in ("case-study-generation-memory", "proof-theta-step", "prompt-memory-below-snapkv")
-    )
+def test_complexity_measurements_decide_the_registered_claims():
+    """The case study agrees with the table (zero residuals) and the printed standard prompt
+    memory is below SnapKV's at the case study's point, by 2 h d (n + m (k - 1)) elements."""
+    got = grep.complexity_measurements()
+    assert got["case-study-generation-memory"] == [0, 0, 0]
+    m, h, d, n, k = 32, 8, 128, 128 * 1024, 1024
+    assert got["standard-prompt-memory"] == -2 * h * d * (n + m * (k - 1))
+    led = companions.Ledger(companions.preset("gemfilter", "smoke"), device="cpu")
+    status = {c["id"]: c["status"] for c in led.record(got)}
+    assert status == {"case-study-generation-memory": "holds", "standard-prompt-memory": "differs"}
+
+
+def test_average_gap_is_exact_decimal_arithmetic():
+    assert gt.average_gap((0.1, 0.2), 0.15) == 0.0  # 0.1 + 0.2 != 0.3 in floats
+    assert gt.average_gap((10.0, 11.0, 12.0), 11.01) == pytest.approx(0.01, abs=1e-15)
+    assert gt.average_gap((1.0, 2.0), 1.0) == -0.5
+
+
+def test_every_transcribed_row_has_its_tables_task_count():
+    for rows in gt.TABLE_9_1.values():
+        assert all(len(cells) == len(gt.LONGBENCH_TASKS) for cells, _ in rows.values())
+    assert all(len(cells) == len(gt.LONGBENCH_TASKS) for cells, _ in gt.TABLE_9_2.values())
+    assert all(len(cells) == 6 for cells, _ in gt.TABLE_G_1.values())
+    assert gt.LONGBENCH_AVERAGE["LLaMA 3.1 8B"]["GemFilter-1024"] == 34.50
+    assert gt.FILTER_LAYER_AVERAGE[13] == 34.50
+    gaps = gt.average_gaps()
+    assert sum(len(v) for v in gaps.values()) == 10 + 9 + 9 + 8 + 4
+
+
+# -- Figure G.3: other rows of the attention matrix ---------------------------------------------
+@torch.no_grad()
+def test_row_scores_last_is_the_filter_score_with_the_query_kept(toy, prompts):
+    ids = prompts[0]
+    last = gm.row_scores(toy, ids, 2, "last", pool=3)
+    plain = gm.filter_scores(toy, ids, 2, pool=3)
+    assert torch.allclose(last[:, :-1], plain[:, :-1], atol=1e-6)
+    assert torch.all(last[:, -1] == torch.inf)
+    with pytest.raises(ValueError, match="'row'"):
+        gm.row_scores(toy, ids, 2, "first")
+
+
+@torch.no_grad()
+def test_middle_row_scores_only_its_past(toy, prompts):
+    ids = prompts[0]
+    n = ids.shape[1]
+    got = gm.row_scores(toy, ids, 1, "middle", pool=1)
+    manual = _manual_row(toy, ids, 1, n // 2)
+    assert torch.allclose(got[:, : n // 2 + 1], manual[:, : n // 2 + 1], atol=1e-4, rtol=1e-4)
+    assert torch.all(got[:, n // 2 + 1 : -1] == -torch.inf)
+    J = gm.select_tokens(got, 4)
+    assert torch.all((J <= n // 2) | (J == n - 1)) and torch.all(J[:, -1] == n - 1)
+
+
+@torch.no_grad()
+def test_largest_row_is_the_row_of_largest_attention_norm(toy, prompts):
+    ids = prompts[0]
+    b, n = ids.shape
+    got = gm.row_scores(toy, ids, 2, "largest", pool=1)
+    q, k = gm._layer_queries_keys(toy, ids, 2)
+    probs = torch.softmax(
+        (q @ k.transpose(-1, -2) / q.shape[-1] ** 0.5).masked_fill(
+            torch.ones(n, n).triu(1).bool(), -torch.inf
+        ),
+        dim=-1,
+    ).mean(1)
+    for p in range(b):  # brute force: every row's norm, the largest one's scores
+        norms = [float(probs[p, i].norm()) for i in range(n)]
+        i = max(range(n), key=norms.__getitem__)
+        want = _manual_row(toy, ids[p : p + 1], 2, i)[0]
+        seen = min(i + 1, n - 1)  # the last position is the query, always kept
+        assert torch.allclose(got[p, :seen], want[:seen], atol=1e-4, rtol=1e-4)
+        assert torch.all(got[p, i + 1 : -1] == -torch.inf)
 
 
 # -- the chapter's parameters -----------------------------------------------------------------

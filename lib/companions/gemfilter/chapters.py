@@ -2,7 +2,177 @@
 
 from __future__ import annotations
 
+from companions.claims import (
+    Amendment,
+    AtLeast,
+    Claim,
+    Close,
+    DifferenceAbove,
+    Every,
+    Exact,
+    MeanAbove,
+    MeanBelow,
+)
+from companions.gemfilter.tables import AVERAGE_ALLOWANCE
 from companions.scale import Chapter, Float, Int, ListOf, nearest_int, register_chapter
+
+#: Margins, fixed in advance (accuracies are fractions in [0, 1]).
+SOLVED = 0.9  # the model solves the task: full-context accuracy above 90 %
+NEGLIGIBLE = 0.05  # "negligible performance loss": GemFilter within 5 points of the full context
+BETTER = 0.25  # one selection is better than another: by more than 25 points
+LIMIT_TOLERANCE = 0.05  # the FLOP ratio at the largest n within 5 % of r/m
+
+_TRAINED = "per-seed accuracies, averaged over the needle depths, of the models trained here"
+_SEEDS = (
+    "more seeds of the same model (the note gives how many at this run's mean and spread; "
+    "each seed trains one model, about half a minute at the default preset on this CPU)"
+)
+_AMENDED = "2026-12-05"
+
+CLAIMS = (
+    Claim(
+        id="case-study-generation-memory",
+        source="Theorem 9.3 (case study)",
+        kind="identity",
+        statistic="the table's generation memory over m h d at t = k minus the case study's "
+        "w/hd + 2n : w/hd + 4k : w/hd + 4k (the standard one less its 2t, which the case study "
+        "drops for n >> t), sympy",
+        rule=Exact(0),
+        could_fail="a case study inconsistent with its own table (as its prompt-phase memory is) "
+        "leaves a nonzero residual",
+    ),
+    Claim(
+        id="standard-prompt-memory",
+        source="Theorem 9.3 / G.4 (table and case study)",
+        kind="erratum",
+        statistic="the printed standard prompt memory m w + 2 m h d minus SnapKV's "
+        "m w + 2 h n d + 2 m h k d, in elements, at LLaMA 3.1 8B's shape (m = 32, h = 8 key-value "
+        "heads, d = 128) and the case study's n = 128K, k = 1024; the rule is the source's "
+        "Appendix G.2: standard attention stores the whole KV cache, so it needs at least "
+        "SnapKV's memory",
+        rule=AtLeast(0),
+        could_fail="a negative difference (differs) confirms the misprint: the printed 2 m h d "
+        "is one token's cache, not n tokens'",
+    ),
+    Claim(
+        id="flop-count-closed-form",
+        source="this book (Definition 9.2's layers)",
+        kind="identity",
+        statistic="FlopCounterMode's count on the toy LLaMA (eager attention) minus this book's "
+        "closed form, for the prefill and the first pass at every n of the cost sweep",
+        rule=Exact(0),
+        could_fail="a wrong closed form (a missing projection, n^2 for n) or a first pass "
+        "running more layers than r leaves a nonzero gap",
+    ),
+    Claim(
+        id="flop-ratio-tends-to-r-over-m",
+        source="Theorem 9.3 (time, both phases)",
+        kind="prediction",
+        statistic="GemFilter's counted FLOPs (first pass, prefill of k tokens, t steps) over "
+        "standard generation's, at the largest n of the cost sweep, divided by r/m",
+        rule=Close(1.0, LIMIT_TOLERANCE),
+        could_fail="if the prompt phase did not dominate, or the first pass cost more than r "
+        "layers, the ratio would stay away from r/m",
+        amended=(
+            Amendment(
+                _AMENDED,
+                previous="within 5 % of r/m at the largest n, and below the ratio at the "
+                "smallest n",
+                reason="the second condition is implied once the first holds and the ratio at the "
+                "smallest n is printed beside it; a rule with one number reads more plainly",
+            ),
+        ),
+    ),
+    Claim(
+        id="longbench-averages",
+        source="Tables 9.1, 9.2, G.1",
+        kind="reproduction",
+        statistic="every row's printed LongBench average minus the mean of its printed task "
+        "scores, exact decimal arithmetic, by table (Table 9.1 by model)",
+        rule=Every(Close(0.0, AVERAGE_ALLOWANCE)),
+        could_fail="a transcription slip or a misprinted average puts a row beyond the rounding "
+        "allowance of two-decimal numbers",
+    ),
+    Claim(
+        id="toy-solves-needle-task",
+        source="this book",
+        kind="prediction",
+        statistic=f"full-context accuracy, {_TRAINED}",
+        rule=MeanAbove(SOLVED),
+        could_fail="a model stuck on the loss plateau (chance is 1/fillers) leaves nothing for "
+        "GemFilter to preserve",
+        decides=_SEEDS,
+    ),
+    Claim(
+        id="gemfilter-matches-full-context",
+        source="Figure 9.4, Table 9.1 (negligible loss), mirrored at toy size",
+        kind="prediction",
+        statistic=f"full-context minus GemFilter accuracy at each model's chosen layer, {_TRAINED} "
+        "(paired by seed)",
+        rule=MeanBelow(NEGLIGIBLE),
+        could_fail="a selection that drops the needle in some prompts, or a second pass that "
+        "loses what the first kept, costs more than 5 points",
+        decides=_SEEDS,
+    ),
+    Claim(
+        id="gemfilter-beats-random",
+        source="this book (selection is not chance)",
+        kind="prediction",
+        statistic=f"GemFilter minus k random tokens (the query kept), {_TRAINED}, paired by seed",
+        rule=DifferenceAbove(BETTER, paired=True),
+        could_fail="if the last query's scores did not point at the needle, GemFilter would "
+        "answer no better than a random selection",
+        decides=_SEEDS,
+    ),
+    Claim(
+        id="filter-layer-rise-and-fall",
+        source="Table 9.2, Figure 9.5 (accuracy rises, then falls with the filter layer), at toy "
+        "size",
+        kind="prediction",
+        statistic=f"GemFilter at the chosen layer minus GemFilter at layer 1 and at layer m, "
+        f"{_TRAINED}, paired by seed",
+        rule=Every(DifferenceAbove(BETTER, paired=True)),
+        could_fail="if every layer's last query found the needle, or none did, the chosen layer "
+        "would not stand above both ends",
+        decides=_SEEDS,
+    ),
+    Claim(
+        id="pooling-kernel-matters",
+        source="this book (Appendix G.4.2's kernel 5)",
+        kind="prediction",
+        statistic=f"GemFilter with the pooling kernel minus without it, at the chosen layer, "
+        f"{_TRAINED}, paired by seed",
+        rule=DifferenceAbove(BETTER, paired=True),
+        could_fail="if the top-k kept the needle's value without its neighbours' help, pooling "
+        "would change nothing",
+        decides=_SEEDS,
+    ),
+    Claim(
+        id="row-selection-last-query",
+        source="Figure G.3 (the last query is essential), at toy size",
+        kind="prediction",
+        statistic=f"GemFilter (the last row) minus the same selection from the middle row and "
+        f"from the row of largest l2 norm of the chosen layer's attention matrix, {_TRAINED}, "
+        "paired by seed",
+        rule=Every(DifferenceAbove(BETTER, paired=True)),
+        could_fail="if any query's row pointed at the needle as well as the last one, the gap "
+        "would vanish",
+        decides=_SEEDS,
+    ),
+    Claim(
+        id="printed-listing-sort",
+        source="Appendix G.4.1 (listing, line 9)",
+        kind="erratum",
+        statistic=f"GemFilter as released minus GemFilter with the listing's "
+        f"torch.sort(top_k_indices).indices, at the chosen layer, {_TRAINED}, paired by seed; "
+        "the rule is the source's listing: it selects as the released code does, so it loses "
+        f"less than {BETTER}",
+        rule=MeanBelow(BETTER),
+        could_fail="a loss above 25 points (differs) confirms the erratum: the listing keeps "
+        "positions 0..k-1, not the selected ones",
+        decides=_SEEDS,
+    ),
+)
 
 
 def _check_parameter_pairs(p):
@@ -151,5 +321,6 @@ CHAPTER = register_chapter(
         },
         checks=(_check_parameter_pairs,),
         snap=_snap,
+        claims=CLAIMS,
     )
 )

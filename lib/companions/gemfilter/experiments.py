@@ -20,7 +20,9 @@ class SeedResult:
     ``full``: the model on the whole prompt; ``layer_acc[r]`` / ``layer_cov[r]``: GemFilter with
     filter layer ``r`` (1-based): the answer's accuracy, and how often the needle's value is among
     the selected tokens; ``no_pool``, ``listing``: GemFilter at the chosen layer without the
-    pooling kernel, and with the printed listing's sort; ``random``: ``k`` random tokens."""
+    pooling kernel, and with the printed listing's sort; ``middle_row``, ``largest_row``: at the
+    chosen layer with another row of the attention matrix in place of the last query (Figure
+    G.3, :func:`model.row_scores`); ``random``: ``k`` random tokens."""
 
     seed: int
     r: int
@@ -29,6 +31,8 @@ class SeedResult:
     layer_cov: dict[int, np.ndarray]
     no_pool: np.ndarray
     listing: np.ndarray
+    middle_row: np.ndarray
+    largest_row: np.ndarray
     random: np.ndarray
     train_loss: list[float] = field(default_factory=list)
     train_steps: list[int] = field(default_factory=list)
@@ -53,6 +57,9 @@ def evaluate(model, ids, answer, pos, k, filter_layer, pool, depths, generator) 
             out["listing"] = _by_depth(gm.answer_on(model, ids, listing) == answer, depths)
     J1 = gm.select_tokens(gm.filter_scores(model, ids, filter_layer, pool=1), k)
     out["no_pool"] = _by_depth(gm.answer_on(model, ids, J1) == answer, depths)
+    for row in ("middle", "largest"):
+        Jw = gm.select_tokens(gm.row_scores(model, ids, filter_layer, row, pool=pool), k)
+        out[f"{row}_row"] = _by_depth(gm.answer_on(model, ids, Jw) == answer, depths)
     Jr = gm.random_selection(ids.shape[0], ids.shape[1], k, generator)
     out["random"] = _by_depth(gm.answer_on(model, ids, Jr) == answer, depths)
     out["layer_acc"], out["layer_cov"] = acc, cov

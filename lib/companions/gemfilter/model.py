@@ -162,20 +162,15 @@ def train_needle(
 # ------------------------------------------------------------------------------------------------
 # GemFilter (Algorithm 2)
 # ------------------------------------------------------------------------------------------------
-@torch.no_grad()
-def filter_scores(model, ids: torch.Tensor, r: int, pool: int = 5) -> torch.Tensor:
-    """The score vector of Algorithm 2, line 6, at the ``r``-th layer (1-based): run layers
-    ``1..r`` (``F_{1:r}``; the last one in full, as the released code does), take the layer-``r``
-    query of the last token and all its keys after RoPE, repeat the key heads for grouped-query
-    attention, and sum the inner products ``Q_n^{(r,j)} K^{(r,j)T}`` over the heads ``j``
-    (pre-softmax, unscaled). Then average-pool with kernel ``pool`` (stride 1, zero padding
-    counted; the released code's ``avg_pool1d``; ``pool=1`` is none). Shape ``(batch, n)``."""
+def _layer_queries_keys(model, ids: torch.Tensor, r: int):
+    """The first pass of Algorithm 2 (line 4): run layers ``1..r`` (``F_{1:r}``; the last one in
+    full, as the released code does) and return the ``r``-th layer's queries and keys after RoPE,
+    the key heads repeated for grouped-query attention (``repeat_kv``): two tensors of shape
+    ``(batch, heads, n, head_dim)``."""
     layers = model.model.layers
     m = len(layers)
     if not 1 <= r <= m:
         raise ValueError(f"parameter 'r' = {r} is not allowed: expected 1 <= r <= m = {m}")
-    if pool < 1 or pool % 2 == 0:
-        raise ValueError(f"parameter 'pool' = {pool} is not allowed: expected an odd kernel >= 1")
     attn = layers[r - 1].self_attn
     captured = {}
     hooks = [
@@ -197,11 +192,68 @@ def filter_scores(model, ids: torch.Tensor, r: int, pool: int = 5) -> torch.Tens
     pos = torch.arange(n, device=ids.device).unsqueeze(0).expand(b, n)
     cos, sin = model.model.rotary_emb(hidden, pos)
     q, k = apply_rotary_pos_emb(q, k, cos, sin)
-    k = k.repeat_interleave(q.shape[1] // k.shape[1], dim=1)  # repeat_kv
-    scores = (q[:, :, -1:, :] @ k.transpose(-1, -2)).sum(dim=1)  # (b, 1, n): summed heads
-    if pool > 1:
-        scores = F.avg_pool1d(scores, kernel_size=pool, padding=pool // 2, stride=1)
-    return scores[:, 0, :]
+    return q, k.repeat_interleave(q.shape[1] // k.shape[1], dim=1)
+
+
+def _check_pool(pool: int) -> None:
+    if pool < 1 or pool % 2 == 0:
+        raise ValueError(f"parameter 'pool' = {pool} is not allowed: expected an odd kernel >= 1")
+
+
+def _pooled(scores: torch.Tensor, pool: int) -> torch.Tensor:
+    """Average pooling of score rows ``(batch, n)`` with kernel ``pool`` (stride 1, zero padding
+    counted: the released code's ``avg_pool1d``; ``pool=1`` is none)."""
+    if pool == 1:
+        return scores
+    return F.avg_pool1d(scores[:, None, :], kernel_size=pool, padding=pool // 2, stride=1)[:, 0]
+
+
+@torch.no_grad()
+def filter_scores(model, ids: torch.Tensor, r: int, pool: int = 5) -> torch.Tensor:
+    """The score vector of Algorithm 2, line 6, at the ``r``-th layer (1-based): the layer-``r``
+    query of the last token against all keys after RoPE (:func:`_layer_queries_keys`), the inner
+    products ``Q_n^{(r,j)} K^{(r,j)T}`` summed over the heads ``j`` (pre-softmax, unscaled), then
+    average-pooled with kernel ``pool`` (:func:`_pooled`). Shape ``(batch, n)``."""
+    _check_pool(pool)
+    q, k = _layer_queries_keys(model, ids, r)
+    scores = (q[:, :, -1:, :] @ k.transpose(-1, -2)).sum(dim=1)[:, 0, :]  # summed heads
+    return _pooled(scores, pool)
+
+
+#: The rows of the attention matrix that Figure G.3 compares with the last one.
+ROWS = ("last", "middle", "largest")
+
+
+@torch.no_grad()
+def row_scores(model, ids: torch.Tensor, r: int, row: str, pool: int = 5) -> torch.Tensor:
+    """Line 6 of Algorithm 2 with another row of the layer-``r`` attention matrix in place of the
+    last query (Figure G.3's ablation): ``row="middle"``, the query at position ``n // 2``;
+    ``"largest"``, per prompt the query whose row of the attention matrix (softmax of
+    ``Q K^T / sqrt(d_h)`` with the causal mask, averaged over the heads, Definition 9.1) has the
+    largest l2 norm; ``"last"``, the last query (GemFilter). The chosen row's inner products with
+    every key, summed over heads, are pooled as in :func:`filter_scores` (the released code
+    computes them without a mask), then the positions after the query are excluded (``-inf``:
+    the causal mask) and the last position (the query token) is given ``+inf``, so that every
+    variant keeps it, as the random baseline does. Shape ``(batch, n)``."""
+    if row not in ROWS:
+        raise ValueError(f"parameter 'row' = {row!r} is not allowed: expected one of {ROWS}")
+    _check_pool(pool)
+    q, k = _layer_queries_keys(model, ids, r)
+    b, _, n, hd = q.shape
+    logits = q @ k.transpose(-1, -2)  # (b, h, n, n)
+    causal = torch.ones(n, n, dtype=torch.bool, device=ids.device).tril()
+    if row == "last":
+        i = torch.full((b,), n - 1, device=ids.device)
+    elif row == "middle":
+        i = torch.full((b,), n // 2, device=ids.device)
+    else:
+        probs = torch.softmax((logits / hd**0.5).masked_fill(~causal, -torch.inf), dim=-1)
+        i = probs.mean(dim=1).norm(dim=-1).argmax(dim=-1)
+    chosen = logits.sum(dim=1)[torch.arange(b, device=ids.device), i]  # (b, n)
+    visible = torch.arange(n, device=ids.device)[None, :] <= i[:, None]
+    scores = _pooled(chosen, pool).masked_fill(~visible, -torch.inf)
+    scores[:, -1] = torch.inf
+    return scores
 
 
 def select_tokens(scores: torch.Tensor, k: int, listing: bool = False) -> torch.Tensor:

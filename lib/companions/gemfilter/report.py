@@ -1,287 +1,262 @@
-"""The chapter's claims: each function records one section's claims in a ``companions.Ledger``
-and returns what the page shows. Margins are fixed here, before any run."""
+"""What the chapter measures, shaped for its registered claims, and the tables and figures it
+shows. The claims and their rules live in :mod:`companions.gemfilter.chapters`; nothing here
+decides a claim: each ``*_measurements`` function returns ``{claim id: measured value}`` for
+``ledger.record``."""
 
 from __future__ import annotations
 
+import numpy as np
 import sympy as sp
 
+from companions import plots
 from companions.gemfilter import complexity as gc
 from companions.gemfilter import experiments as gx
 from companions.gemfilter import tables
-from companions.stats import all_of, decide, mean_and_se
+from companions.stats import mean_and_se
 
-#: Margins, fixed in advance (accuracy is a fraction in [0, 1]).
-SOLVED = 0.9  # the model solves the task: full-context accuracy above 90 %
-NEGLIGIBLE = 0.05  # "negligible performance loss": GemFilter within 5 points of the full context
-BETTER = 0.25  # one selection is better than another: by more than 25 points
-SPEEDUP_TOLERANCE = 0.10  # m/r against the stated 2.4x: within 10 %
-LIMIT_TOLERANCE = 0.05  # the FLOP ratio at the largest n within 5 % of r/m
+#: The case study's point for the prompt-memory erratum: LLaMA 3.1 8B (32 layers, 8 key-value
+#: heads of dimension 128), n = 128K, k = 1024.
+CASE_STUDY = {"m": 32, "h": 8, "d": 128, "n": 128 * 1024, "k": 1024}
 
 
-def record_complexity(ledger) -> dict:
-    """Theorem 9.3 / G.4 in sympy: the case study against the table, the proof's Theta step,
-    the prompt memory of SnapKV against GemFilter, the printed standard prompt memory (erratum)
-    and the stated speedups against m/r."""
+def complexity_measurements() -> dict:
+    """Theorem 9.3 / G.4 in sympy: the case study's generation memory against the table
+    (residuals), and the printed standard prompt memory minus SnapKV's at :data:`CASE_STUDY`."""
     der = gc.derived()
-    T = gc.table(printed=True)
-    m, h, d, n, k, w = gc.m, gc.h, gc.d, gc.n, gc.k, gc.w
-    # Case study, generation memory: w/hd + 2n : w/hd + 4k : w/hd + 4k, with t = k, n >> k.
+    h, d, n, k, w = gc.h, gc.d, gc.n, gc.k, gc.w
     stated = {"standard": w / (h * d) + 2 * n, "snapkv": w / (h * d) + 4 * k}
     stated["gemfilter"] = stated["snapkv"]
     gaps = {key: sp.simplify(der["gen_mem_over_mhd"][key] - stated[key]) for key in gc.METHODS}
-    case_ok = gaps["snapkv"] == 0 and gaps["gemfilter"] == 0 and gaps["standard"] == 2 * k
-    ledger.check(
-        "case-study-generation-memory",
-        "Theorem 9.3 (case study)",
-        "identity",
-        holds=case_ok,
-        expected="w/hd + 2n : w/hd + 4k : w/hd + 4k (up to the 2t of standard, n >> t)",
-        observed={key: str(v) for key, v in der["gen_mem_over_mhd"].items()},
-        tolerance=0,
-        note="sympy: the table's generation memory over m h d at t = k",
-    )
-    low, high = der["proof_sandwich"]
-    sandwich = gc.nonnegative_on_positive(low) and sp.simplify(high - (k - gc.t) ** 2 / 2) == 0
-    ledger.check(
-        "proof-theta-step",
-        "Theorem G.4 (proof)",
-        "identity",
-        holds=sandwich,
-        expected="k^2+t^2 <= k^2+kt+t^2 <= 3/2 (k^2+t^2)",
-        observed=f"differences {low}, {sp.factor(high)}",
-        tolerance=0,
-        note="sympy: so Theta(k^2+kt+t^2) = Theta(k^2+t^2); at t = k GemFilter's generation "
-        "time is 3k against SnapKV's 2k (per m h d k): 1.5 times, the same Theta",
-    )
-    diff = der["snap_minus_gem_prompt_mem"]
-    r = gc.r
-    diff_ok = sp.expand(diff - (2 * m * h * k * d + (m - r) * w)) == 0
-    ledger.check(
-        "prompt-memory-below-snapkv",
-        "Theorem 9.3",
-        "identity",
-        holds=diff_ok,
-        expected="SnapKV - GemFilter = 2mhkd + (m-r)w > 0 for r < m",
-        observed=str(diff),
-        tolerance=0,
-        note="sympy: the prompt-memory column",
-    )
-    printed = der["printed_std_minus_snap"]
-    # n >= max(d, k, t) and k >= 1: the printed standard prompt memory is below SnapKV's.
-    below = sp.expand(printed + 2 * d * h * (n + m * (k - 1))) == 0
-    ledger.compare(
-        "standard-prompt-memory",
-        "Theorem 9.3 / G.4 (table and case study)",
-        kind="erratum",
-        expected=str(T["mem_prompt"]["standard"]),
-        observed=str(gc.table(printed=False)["mem_prompt"]["standard"]),
-        agrees=not below,
-        note="printed m w + 2 m h d is below SnapKV's m w + 2hnd + 2mhkd for every n >= 1 "
-        f"(difference {printed}), against App. G.2 (standard attention stores the whole KV "
-        "cache); a full KV cache holds 2 m h n d (the cache count below measures it)",
-    )
-    speed = {}
+    printed = der["printed_std_minus_snap"].subs({getattr(gc, s): v for s, v in CASE_STUDY.items()})
+    return {
+        "case-study-generation-memory": [
+            gaps["snapkv"],
+            gaps["gemfilter"],
+            gaps["standard"] - 2 * k,
+        ],
+        "standard-prompt-memory": int(printed),
+    }
+
+
+def speedup_table() -> str:
+    """Markdown: each model's m/r with the text's filter layer r and with the released code's
+    0-based index (r + 1 layers run), beside the stated 2.4x."""
+    rows = [
+        "| model | m | r (text) | m/r | m/(r + 1) (released code) | stated |",
+        "|---|---|---|---|---|---|",
+    ]
     for name, shape in tables.MODELS.items():
-        speed[name] = float(gc.prompt_speedup(shape["m"], shape["r"]))
-    llama = speed["LLaMA 3.1 8B"]
-    ledger.compare(
-        "speedup-llama",
-        "Figure 9.3 (LLaMA 3.1 8B, r = 13 of 32)",
-        expected=tables.SPEEDUP_STATED,
-        observed=round(llama, 3),
-        agrees=abs(llama / tables.SPEEDUP_STATED - 1) <= SPEEDUP_TOLERANCE,
-        tolerance=f"{SPEEDUP_TOLERANCE:.0%} relative",
-        note="Theorem 9.3's prompt-phase ratio m/r against the measured 2.4x",
-    )
-    others = {key: round(v, 3) for key, v in speed.items() if key != "LLaMA 3.1 8B"}
-    ledger.compare(
-        "speedup-figure-9-6",
-        "Figure 9.6 caption (Mistral Nemo 19/40, Phi 3.5 19/32)",
-        expected=tables.SPEEDUP_STATED,
-        observed=others,
-        agrees=all(
-            abs(v / tables.SPEEDUP_STATED - 1) <= SPEEDUP_TOLERANCE for v in others.values()
-        ),
-        tolerance=f"{SPEEDUP_TOLERANCE:.0%} relative",
-        note="m/r is 2.1 and 1.7: the caption's 2.4x for both models is not Theorem 9.3's ratio "
-        "(the figure's bars cannot be read here)",
-    )
-    return {"derived": der, "speedup": speed}
+        m, r = shape["m"], shape["r"]
+        rows.append(
+            f"| {name} | {m} | {r} | {float(gc.prompt_speedup(m, r)):.2f} | "
+            f"{float(gc.prompt_speedup(m, r + 1)):.2f} | {tables.SPEEDUP_STATED}× |"
+        )
+    return "\n".join(rows)
 
 
-def record_costs(ledger, rows, cfg) -> dict:
-    """The FLOP and KV-cache counts of :func:`experiments.cost_sweep` against the closed forms
-    and Theorem 9.3."""
-    hd = cfg.width // cfg.heads
+def _totals(row) -> tuple[int, int]:
+    std = row["std"]["prefill_flops"] + row["std"]["gen_flops"]
+    gem = row["filter_flops"] + row["gem"]["prefill_flops"] + row["gem"]["gen_flops"]
+    return std, gem
+
+
+def flop_ratios(rows) -> list[float]:
+    """GemFilter's total FLOPs over standard generation's, per row of the cost sweep."""
+    return [gem / std for std, gem in map(_totals, rows)]
+
+
+def cost_measurements(rows, cfg) -> dict:
+    """The counts of :func:`experiments.cost_sweep` against this book's closed forms (gaps, in
+    FLOPs) and the ratio at the largest n over r/m."""
     shape = (cfg.width, cfg.heads, cfg.kv_heads, cfg.mlp)
-    vocab = cfg.fillers + 3
-    formula_gaps = []
-    cache_gaps = []
-    ratios = []
+    gaps = []
     for row in rows:
         n = row["n"]
-        formula_gaps.append(
-            row["std"]["prefill_flops"] - gc.prefill_flops(n, cfg.layers, *shape, vocab)
+        gaps.append(
+            row["std"]["prefill_flops"] - gc.prefill_flops(n, cfg.layers, *shape, cfg.fillers + 3)
         )
-        formula_gaps.append(row["filter_flops"] - gc.filter_flops(n, cfg.cost_r, *shape))
-        want = {
-            ("std", "cache_prefill"): n,
-            ("std", "cache_end"): n + cfg.cost_t,
-            ("gem", "cache_prefill"): cfg.cost_k,
-            ("gem", "cache_end"): cfg.cost_k + cfg.cost_t,
-        }
-        for (who, key), tokens in want.items():
-            cache_gaps.append(
-                row[who][key] - gc.kv_cache_elements(tokens, cfg.layers, cfg.kv_heads, hd)
-            )
-        std = row["std"]["prefill_flops"] + row["std"]["gen_flops"]
-        gem = row["filter_flops"] + row["gem"]["prefill_flops"] + row["gem"]["gen_flops"]
-        ratios.append(gem / std)
-    ledger.check(
-        "flop-count-closed-form",
-        "this book (Definition 9.2's layers)",
-        "identity",
-        holds=all(g == 0 for g in formula_gaps),
-        expected=0,
-        observed=max(abs(g) for g in formula_gaps),
-        tolerance=0,
-        note=f"FlopCounterMode on the toy LLaMA (eager attention) against layer_flops: prefill "
-        f"and first pass at n in {[row['n'] for row in rows]}",
+        gaps.append(row["filter_flops"] - gc.filter_flops(n, cfg.cost_r, *shape))
+    return {
+        "flop-count-closed-form": gaps,
+        "flop-ratio-tends-to-r-over-m": flop_ratios(rows)[-1] / (cfg.cost_r / cfg.layers),
+    }
+
+
+def cost_table(rows, cfg) -> str:
+    """Markdown: per n, the counted FLOPs, their ratio, and the cache after each prefill beside
+    the theorem's 2 m h (.) d."""
+    hd = cfg.width // cfg.heads
+    out = [
+        "| n | standard FLOPs | GemFilter FLOPs | ratio | cache after prefill: standard, "
+        "GemFilter | 2 m h_kv d_h n, 2 m h_kv d_h k |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row, ratio in zip(rows, flop_ratios(rows)):
+        std, gem = _totals(row)
+        want = [
+            gc.kv_cache_elements(x, cfg.layers, cfg.kv_heads, hd) for x in (row["n"], cfg.cost_k)
+        ]
+        out.append(
+            f"| {row['n']} | {std:.3g} | {gem:.3g} | {ratio:.3f} | "
+            f"{row['std']['cache_prefill']}, {row['gem']['cache_prefill']} | {want[0]}, {want[1]} |"
+        )
+    return "\n".join(out)
+
+
+def figure_flops(rows, cfg):
+    """GemFilter's FLOPs over standard's against n, with r/m."""
+    fig, axes = plots.subplots(1, 1, width=5.0, height=3.2)
+    ax = axes[0, 0]
+    ax.plot(
+        [row["n"] for row in rows],
+        flop_ratios(rows),
+        marker="o",
+        color=plots.color(0),
+        label="counted",
     )
-    ledger.check(
-        "kv-cache-size",
-        "Theorem 9.3 (memory, generation row)",
-        "identity",
-        holds=all(g == 0 for g in cache_gaps),
-        expected="2 m h_kv (n + t) d_h and 2 m h_kv (k + t) d_h",
-        observed=max(abs(g) for g in cache_gaps),
-        tolerance=0,
-        note="elements in the transformers cache after the prefill and after t steps, standard "
-        "and GemFilter's second pass; the first pass keeps no cache (the released code's "
-        "select_mode)",
+    ax.axhline(
+        cfg.cost_r / cfg.layers, ls="--", color="gray", label=f"r/m = {cfg.cost_r}/{cfg.layers}"
     )
-    target = cfg.cost_r / cfg.layers
-    last = ratios[-1]
-    ledger.compare(
-        "flop-ratio-tends-to-r-over-m",
-        "Theorem 9.3 (time, both phases)",
-        kind="prediction",
-        expected=round(target, 4),
-        observed=round(last, 4),
-        agrees=abs(last / target - 1) <= LIMIT_TOLERANCE and ratios[0] > last,
-        tolerance=f"{LIMIT_TOLERANCE:.0%} relative at n = {rows[-1]['n']}",
-        note=f"GemFilter's total FLOPs over standard's (prefill and t = {cfg.cost_t} steps, "
-        f"k = {cfg.cost_k}) fall from {ratios[0]:.3f} at n = {rows[0]['n']} towards r/m",
-    )
-    return {"ratios": ratios, "target": target}
+    ax.set(xscale="log", xlabel="prompt length n", ylabel="FLOPs, GemFilter / standard")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
 
 
-def _gap(a, b):
-    """Mean and standard error over seeds of the paired difference ``a - b``."""
-    return mean_and_se([x - y for x, y in zip(a, b)])
+def _diff(a, b) -> list[float]:
+    return [x - y for x, y in zip(a, b)]
 
 
-def record_needle(ledger, results, cfg) -> dict:
-    """The trained models: the task solved, GemFilter against the full context, random
-    selection, every other filter layer, the pooling kernel and the printed listing's sort."""
+def needle_measurements(results, cfg) -> dict:
+    """Per-seed accuracies (averaged over depths) of :func:`experiments.needle_study`, shaped for
+    the claims on the trained models."""
+    acc = lambda key, layer=None: gx.seed_means(results, key, layer)  # noqa: E731
+    full, gem = acc("full"), acc("layer_acc", "chosen")
+    return {
+        "toy-solves-needle-task": full,
+        "gemfilter-matches-full-context": _diff(full, gem),
+        "gemfilter-beats-random": (gem, acc("random")),
+        "filter-layer-rise-and-fall": {
+            f"r = {r}": (gem, acc("layer_acc", r)) for r in sorted({1, cfg.layers})
+        },
+        "pooling-kernel-matters": (gem, acc("no_pool")),
+        "row-selection-last-query": {
+            "middle row": (gem, acc("middle_row")),
+            "largest row": (gem, acc("largest_row")),
+        },
+        "printed-listing-sort": _diff(gem, acc("listing")),
+    }
+
+
+def _pm(values) -> str:
+    mean, se, _ = mean_and_se(values)
+    return f"{mean:.3f} ± {se:.3f}"
+
+
+def needle_table(results, cfg) -> str:
+    """Markdown: every variant's accuracy (mean ± standard error over seeds) and, per filter
+    layer, how often the needle's value is among the selected tokens."""
+    acc = lambda key, layer=None: _pm(gx.seed_means(results, key, layer))  # noqa: E731
+    rows = ["| variant | accuracy | needle value kept |", "|---|---|---|"]
+    rows.append(f"| full context (n = {cfg.n_test}) | {acc('full')} | 1 |")
+    for r in range(1, cfg.layers + 1):
+        rows.append(
+            f"| GemFilter, layer {r}, k = {cfg.k} | {acc('layer_acc', r)} | {acc('layer_cov', r)} |"
+        )
+    for label, key, layer in (
+        ("GemFilter, chosen layer r", "layer_acc", "chosen"),
+        ("chosen layer, no pooling", "no_pool", None),
+        ("chosen layer, listing's sort", "listing", None),
+        ("chosen layer, middle row (Fig. G.3 a)", "middle_row", None),
+        ("chosen layer, largest row (Fig. G.3 b)", "largest_row", None),
+        (f"random k = {cfg.k}", "random", None),
+    ):
+        rows.append(f"| {label} | {acc(key, layer)} | |")
     chosen = [res.r for res in results]
-    full = gx.seed_means(results, "full")
-    gem = gx.seed_means(results, "layer_acc", "chosen")
-    rnd = gx.seed_means(results, "random")
-    size = (
-        f"{len(results)} seeds, {len(cfg.depths)} depths x {cfg.test_prompts} prompts, "
-        f"n = {cfg.n_test}, k = {cfg.k}, m = {cfg.layers}"
-    )
-    mean_full, se_full, ns = mean_and_se(full)
-    solved = decide(mean_full, se_full, ns, margin=SOLVED)
-    ledger.compare(
-        "toy-solves-needle-task",
-        "this book",
-        kind="prediction",
-        expected=f"> {SOLVED}",
-        observed=f"{mean_full:.3f} ± {se_full:.3f}",
-        agrees=solved,
-        note=size + ("" if solved is not None else "; more steps or seeds (default) decide"),
-    )
-    g = _gap(full, gem)
-    neg = decide(*g, margin=NEGLIGIBLE)
-    ledger.compare(
-        "gemfilter-matches-full-context",
-        "Figure 9.4, Table 9.1 (negligible loss), mirrored at toy size",
-        kind="prediction",
-        expected=f"full - GemFilter < {NEGLIGIBLE}",
-        observed=f"{g[0]:.3f} ± {g[1]:.3f}",
-        agrees=None if neg is None else not neg,
-        tolerance=NEGLIGIBLE,
-        note=size
-        + f", r = {chosen} (per seed)"
-        + (
-            "; more seeds (the paper preset's) decide"
-            if neg is None
-            else (
-                ": the chosen layer's selection misses the needle in some prompts (coverage "
-                "column); the second pass answers where it is kept"
-                if neg
-                else ""
-            )
-        ),
-    )
-    g = _gap(gem, rnd)
-    better = decide(*g, margin=BETTER)
-    ledger.compare(
-        "gemfilter-beats-random",
-        "this book (selection is not chance)",
-        kind="prediction",
-        expected=f"GemFilter - random > {BETTER}",
-        observed=f"{g[0]:.3f} ± {g[1]:.3f}",
-        agrees=better,
-        tolerance=BETTER,
-        note=size + ("; more seeds decide" if better is None else ""),
-    )
-    verdicts, gaps = [], {}
-    for other in sorted({1, cfg.layers}):
-        g = _gap(gem, gx.seed_means(results, "layer_acc", other))
-        gaps[f"r={other}"] = f"{g[0]:.3f} ± {g[1]:.3f}"
-        verdicts.append(decide(*g, margin=BETTER))
-    layer_best = all_of(verdicts)
-    ledger.compare(
-        "filter-layer-rise-and-fall",
-        "Table 9.2, Figure 9.5 (accuracy rises, then falls with the filter layer), at toy size",
-        kind="prediction",
-        expected=f"the chosen layer beats layers 1 and {cfg.layers} by > {BETTER}",
-        observed=gaps,
-        agrees=layer_best,
-        tolerance=BETTER,
-        note=size + f"; chosen layers {chosen} (first with needle coverage >= "
-        f"{cfg.select_threshold} on validation prompts)"
-        + ("; more seeds decide" if layer_best is None else ""),
-    )
-    g = _gap(gem, gx.seed_means(results, "no_pool"))
-    pool = decide(*g, margin=BETTER)
-    ledger.compare(
-        "pooling-kernel-matters",
-        "this book (Appendix G.4.2's kernel 5)",
-        kind="prediction",
-        expected=f"kernel {cfg.pool} - no pooling > {BETTER}",
-        observed=f"{g[0]:.3f} ± {g[1]:.3f}",
-        agrees=pool,
-        tolerance=BETTER,
-        note=size
-        + ("; more seeds decide" if pool is None else "")
-        + (": the needle's marker and value are neighbours, pooling keeps both" if pool else ""),
-    )
-    g = _gap(gem, gx.seed_means(results, "listing"))
-    worse = decide(*g, margin=BETTER)
-    ledger.compare(
-        "printed-listing-sort",
-        "Appendix G.4.1 (listing, line 9)",
-        kind="erratum",
-        expected="torch.sort(top_k_indices).indices selects as the released code does",
-        observed=f"accuracy lost {g[0]:.3f} ± {g[1]:.3f}",
-        agrees=None if worse is None else not worse,
-        tolerance=BETTER,
-        note=size + ": the listing returns the permutation that sorts J, i.e. positions "
-        "0..k-1; the released code (my_utils/my_generation.py) sorts the values"
-        + ("; more seeds decide" if worse is None else ""),
-    )
-    return {"full": full, "gem": gem, "random": rnd, "chosen": chosen}
+    return "\n".join(rows) + f"\n\nChosen filter layers, by seed: {chosen}."
+
+
+def figure_layers(results, cfg):
+    """Accuracy and needle coverage against the filter layer, with the full context and random
+    selection as lines."""
+    fig, axes = plots.subplots(1, 1, width=5.0, height=3.4)
+    ax = axes[0, 0]
+    rs = list(range(1, cfg.layers + 1))
+    for key, style, label in (("layer_acc", "-", "accuracy"), ("layer_cov", "--", "value kept")):
+        st = [mean_and_se(gx.seed_means(results, key, r)) for r in rs]
+        ax.errorbar(
+            rs, [s[0] for s in st], yerr=[s[1] for s in st], ls=style, marker="o",
+            color=plots.color(0), label=label, capsize=3,
+        )  # fmt: skip
+    ax.axhline(np.mean(gx.seed_means(results, "full")), color=plots.color(1), label="full context")
+    ax.axhline(np.mean(gx.seed_means(results, "random")), color=plots.color(2), label="random k")
+    ax.set(xlabel="filter layer r", ylabel="fraction", xticks=rs, ylim=(-0.02, 1.02))
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def figure_depth(results, cfg):
+    """Accuracy against the needle's depth: full context, GemFilter at the chosen layer, random."""
+    fig, axes = plots.subplots(1, 1, width=5.0, height=3.2)
+    ax = axes[0, 0]
+    for j, (label, get) in enumerate(
+        (
+            ("full context", lambda res: res.full),
+            ("GemFilter, chosen r", lambda res: res.layer_acc[res.r]),
+            ("random k", lambda res: res.random),
+        )
+    ):
+        per = np.array([get(res) for res in results])
+        se = per.std(axis=0, ddof=1) / np.sqrt(len(results))
+        ax.errorbar(
+            cfg.depths, per.mean(axis=0), yerr=se, marker="o", color=plots.color(j),
+            label=label, capsize=3,
+        )  # fmt: skip
+    ax.set(xlabel="needle depth", ylabel="accuracy", ylim=(-0.02, 1.02))
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def paper_table(results, cfg) -> str:
+    """Markdown: Table 9.1's averages for four methods, the needle averages of Figures G.1-G.4
+    beside the toy's, and Table 9.2's averages by filter layer."""
+    methods = ["All KV", "SnapKV-1024", "GemFilter-1024", "GemFilter-4096"]
+    rows = [
+        "| LongBench average (Table 9.1) | " + " | ".join(methods) + " |",
+        "|---|" + "---|" * len(methods),
+    ]
+    for model_name, scores in tables.LONGBENCH_AVERAGE.items():
+        rows.append(f"| {model_name} | " + " | ".join(f"{scores[m]:.2f}" for m in methods) + " |")
+    rows += ["", "| Needle in a Haystack, average score (Figures G.1–G.4) | source | this book |"]
+    rows.append("|---|---|---|")
+    for (model_name, method), score in tables.NEEDLE_AVERAGE.items():
+        rows.append(f"| {model_name}, {method} | {score:.3f} | |")
+    full, gem = gx.seed_means(results, "full"), gx.seed_means(results, "layer_acc", "chosen")
+    rows.append(f"| toy LLaMA ({cfg.layers} layers), full context | | {_pm(full)} |")
+    rows.append(f"| toy, GemFilter-{cfg.k} (chosen layer) | | {_pm(gem)} |")
+    for label, key in (("middle row", "middle_row"), ("largest row", "largest_row")):
+        rows.append(
+            f"| toy, {label}-{cfg.k} (chosen layer) | | {_pm(gx.seed_means(results, key))} |"
+        )
+    rows += [
+        "",
+        "| Filter layer (Table 9.2, LLaMA 3.1, 32 layers) | LongBench average |",
+        "|---|---|",
+    ]
+    rows += [
+        f"| layer {layer} | {score:.2f} |" for layer, score in tables.FILTER_LAYER_AVERAGE.items()
+    ]
+    return "\n".join(rows)
+
+
+def averages_table() -> str:
+    """Markdown: for every transcribed table, its rows, and the largest gap between a printed
+    average and the mean of its printed scores."""
+    gaps = tables.average_gaps()
+    out = ["| table | rows | largest gap, printed average − mean of the scores |", "|---|---|---|"]
+    for name, values in gaps.items():
+        worst = max(values, key=abs)
+        out.append(f"| {name} | {len(values)} | {worst:+.4f} |")
+    return "\n".join(out)
