@@ -228,13 +228,3 @@ def test_trig_interpolant_matches_the_explicit_sum_for_a_random_batch():
     for n, x in enumerate(t.tolist()):
         s = sum(_dft(vl, j) * cmath.exp(2j * math.pi * j * x / p) for j in range(-3, 4)) / p
         assert float(got[0, n]) == pytest.approx(s.real, abs=1e-12)
-
-
-def test_across_seeds_formats_mean_and_standard_error():
-    # mean 2, sample variance 1, se = sqrt(1/3) = 0.57735
-    agrees, text = fdiag.across_seeds([1.0, 2.0, 3.0], 0.0)
-    assert text == "2.0000 ± 0.5774 (SE, 3 seeds)"
-    # t(0.975, 2) = 4.303: 2 - 4.303 * 0.577 = -0.48 < 0 < 2 + 2.48: undecided at margin 0
-    assert agrees is None
-    assert fdiag.across_seeds([1.0, 2.0, 3.0], -1.0)[0] is True  # 2 - 2.48 = -0.48 > -1
-    assert fdiag.across_seeds([1.0, 2.0, 3.0], 5.0)[0] is False  # 2 + 2.48 = 4.48 < 5

@@ -241,6 +241,8 @@ def test_train_fraction_trains_on_its_part_only_and_logs_the_rest():
     assert not torch.allclose(whole.U, half.U, atol=1e-3)
     hits = (fnet.forward(half.U, half.W, a)[0].argmax(-1) == y).double()
     assert float(half.test_accuracy[-1, 0]) == pytest.approx(float(hits[te].mean()), abs=1e-12)
+    assert float(half.train_accuracy[-1, 0]) == pytest.approx(float(hits[tr].mean()), abs=1e-12)
+    assert whole.train_accuracy is None and half.train_accuracy.shape == half.accuracy.shape
     assert float(half.accuracy[-1, 0]) == pytest.approx(float(hits.mean()), abs=1e-12)
     for bad in (0.0, 1.5, 0.01):
         with pytest.raises(ValueError, match="train_fraction"):
@@ -355,11 +357,35 @@ def test_diagonal_dft_ratio_is_one_at_the_construction_and_not_at_random():
     assert flipped == pytest.approx(-1.0, abs=1e-12)
 
 
-def test_across_seeds_decides_against_the_standard_error():
-    assert fdiag.across_seeds([0.99, 0.98, 0.995], 0.95)[0] is True
-    assert fdiag.across_seeds([0.5, 0.6, 0.55], 0.95)[0] is False
-    assert fdiag.across_seeds([0.8, 1.0], 0.95)[0] is None
-    assert "3 seeds" in fdiag.across_seeds([0.5, 0.6, 0.55], 0.95)[1]
+def test_vector_power_folds_plus_minus_zeta_and_reads_the_first_input():
+    p = 11
+    a = torch.arange(p, dtype=torch.float64)
+    one = torch.cos(2 * math.pi * 3 * a / p + 0.4)
+    mixed = torch.cos(2 * math.pi * a / p) + 0.5 * torch.sin(2 * math.pi * 4 * a / p)
+    U = torch.stack([torch.stack([one, mixed]), torch.stack([mixed, one])])  # (2 neurons, k=2, p)
+    power = fdiag.vector_power(U)
+    # neuron 0's first input is one cosine: all its folded power on zeta = 3
+    assert float(power[0]) == pytest.approx(1.0, abs=1e-12)
+    # neuron 1's first input has powers 1 and 1/4 on two frequencies: 1 / 1.25 on the largest
+    assert float(power[1]) == pytest.approx(0.8, abs=1e-12)
+    # the unfolded ratio of the same cosine is 1/2 (the erratum), so folding is what gives 1
+    assert float(fdiag.two_sided_max_power(one)) == pytest.approx(0.5, abs=1e-12)
+
+
+def test_live_power_quantile_is_over_live_neurons_only():
+    p = 7
+    a = torch.arange(p, dtype=torch.float64)
+    cosines = [torch.cos(2 * math.pi * z * a / p) for z in (1, 2, 3)]
+    mixed = cosines[0] + cosines[1]  # folded power 1/2 on its largest frequency
+    U = torch.stack([torch.stack([v, v]) for v in (cosines[0], cosines[1], mixed, 1e-3 * mixed)])
+    W = torch.stack([cosines[0], cosines[1], cosines[2], 1e-3 * cosines[2]])
+    # the fourth neuron is not live (norm 1e-3 of the others): the powers are 1, 1, 1/2
+    assert fdiag.live_power_quantile(U, W, 0.0) == pytest.approx(0.5, abs=1e-12)
+    assert fdiag.live_power_quantile(U, W, 1.0) == pytest.approx(1.0, abs=1e-12)
+    # torch.quantile's linear rule: the 0.25 quantile of (0.5, 1, 1) is 0.5 + 0.5 * 0.5
+    assert fdiag.live_power_quantile(U, W, 0.25) == pytest.approx(0.75, abs=1e-12)
+    with pytest.raises(ValueError, match="'q'"):
+        fdiag.live_power_quantile(U, W, 1.5)
 
 
 @pytest.mark.parametrize("p,k", [(5, 3), (7, 2)])

@@ -90,12 +90,58 @@ def test_cosine_structure_tells_a_product_of_cosines_from_noise_and_1d_waves():
         ft.cosine_structure(torch.zeros(4, 4))
 
 
-def test_gap_weakens_decides_each_step_against_its_uncertainty():
-    assert ft.gap_weakens({2: [900, 1000, 950], 3: [400, 450, 420], 4: [100, 120, 90]}) is True
-    assert ft.gap_weakens({2: [100, 120, 90], 3: [900, 1000, 950]}) is False
-    assert ft.gap_weakens({2: [100, 900, 500], 3: [400, 450, 420]}) is None
-    with pytest.raises(ValueError):
-        ft.gap_weakens({2: [100], 3: [50]})
+def test_gaps_by_k_sorts_the_ks_and_needs_every_run_to_grok():
+    def run(k, t_train, t_test):
+        return dict(k=k, t_train=t_train, t_test=t_test)
+
+    runs = [run(3, 100, 400), run(2, 50, 950), run(3, 120, 420), run(2, 60, 1000)]
+    gaps = ft.gaps_by_k(runs)
+    assert list(gaps) == [2, 3]
+    assert gaps == {2: [900, 940], 3: [300, 300]}
+    assert ft.gaps_by_k(runs + [run(4, 80, None)]) is None
+    assert ft.gaps_by_k(runs + [run(4, None, None)]) is None
+
+
+def test_training_logs_the_claims_statistic_of_the_attention_matrices():
+    data = ft.split(7, 2, 0.5, torch.Generator().manual_seed(1))
+    model = ft.build(7, 2, 0, d_model=16, heads=2, d_head=4, d_mlp=8)
+    with torch.no_grad():
+        share0 = float(ft.cosine_structure(model.attention_matrices(0))[0].mean())
+    hist = ft.train_transformer(
+        model, data, 3, 1e-2, 0.0, torch.Generator().manual_seed(2), log_every=2, progress=False
+    )
+    assert hist.steps == [0, 2, 3] and len(hist.kq_share) == 3
+    assert hist.kq_share[0] == pytest.approx(share0, abs=1e-6)
+    with torch.no_grad():
+        share = float(ft.cosine_structure(model.attention_matrices(0))[0].mean())
+    assert hist.kq_share[-1] == pytest.approx(share, abs=1e-6)
+
+
+def test_train_seeds_and_grokking_runs_train_one_model_per_seed():
+    sizes = dict(d_model=16, heads=2, d_head=4, d_mlp=8)
+    data = ft.split(5, 2, 0.5, torch.Generator().manual_seed(1))
+
+    def gen(s):
+        return torch.Generator().manual_seed(s)
+
+    kw = dict(steps=4, lr=1e-2, weight_decay=0.0, generator_for=gen, sizes=sizes, log_every=2)
+    runs = ft.train_seeds(5, 2, data, 2, seed=0, **kw)
+    assert len(runs) == 2
+    for s, (A0, A1, hist) in enumerate(runs):
+        assert A0.shape == A1.shape == (2, 5, 5)
+        assert torch.equal(A0, ft.build(5, 2, s, **sizes).attention_matrices(0).detach())
+        assert not torch.equal(A0, A1) and hist.steps[-1] == 4
+    grok = ft.grokking_runs([(5, 2), (3, 3)], 2, seed=0, layers=1, train_fraction=0.5, **kw)
+    assert [(g["p"], g["k"], g["seed"], g["size"]) for g in grok] == [
+        (5, 2, 0, 25),
+        (5, 2, 1, 25),
+        (3, 3, 0, 27),
+        (3, 3, 1, 27),
+    ]
+    for g in grok:
+        assert g["t_train"] == g["hist"].first_step("train_acc", 0.99)
+        assert g["t_test"] == g["hist"].first_step("test_acc", 0.95)
+        assert g["final_test"] == g["hist"].test_acc[-1]
 
 
 def test_accuracy_is_the_same_in_chunks():

@@ -351,13 +351,6 @@ def test_progress_bar_and_a_nonfinite_loss(monkeypatch):
     assert seen[2].closed == 1
 
 
-def test_gap_weakens_sorts_the_ks():
-    # the same gaps given out of order: sorted by k, they shrink
-    assert ft.gap_weakens({4: [100, 120, 90], 2: [900, 1000, 950], 3: [400, 450, 420]}) is True
-    assert ft.gap_weakens({3: [100, 120, 90], 2: [900, 1000, 950]}) is True
-    assert ft.gap_weakens({2: [100, 120, 90], 3: [900, 1000, 950]}) is False
-
-
 def test_small_matrices_keep_their_fractions():
     """The floor under the total power (1e-300) only guards the zero matrix: a matrix with total
     power below 1 has the same fractions as a large one."""

@@ -7,7 +7,6 @@ import math
 import torch
 
 from companions.fourier.network import dataset, forward, neuron_norms
-from companions.stats import decide, mean_and_se
 
 
 def stacked(U: torch.Tensor, W: torch.Tensor) -> torch.Tensor:
@@ -107,8 +106,19 @@ def diagonal_dft_ratio(U: torch.Tensor, W: torch.Tensor, p: int) -> float:
     return float(diag.real.min() / diag.abs().max())
 
 
-def across_seeds(values, margin: float) -> tuple[bool | None, str]:
-    """Decide, with :func:`companions.stats.decide`, whether the mean of a per-seed statistic
-    exceeds ``margin`` (fixed in advance): ``(agrees or None, 'mean +- se (n seeds)')``."""
-    mean, se, n = mean_and_se(values)
-    return decide(mean, se, n, margin=margin), f"{mean:.4f} ± {se:.4f} (SE, {n} seeds)"
+def vector_power(U: torch.Tensor) -> torch.Tensor:
+    """Figure 4.2's maximum normalized power of ``u_{i,1}``, with +-zeta folded: the
+    concentration of the folded power of ``U[..., 0, :]``, one value per neuron (shape
+    ``U.shape[:-2]``). 1 for a single-frequency vector, about its share of the largest folded
+    frequency otherwise."""
+    return concentration(folded_power(U[..., 0, :]))
+
+
+def live_power_quantile(U: torch.Tensor, W: torch.Tensor, q: float = 0.05) -> float:
+    """The ``q`` quantile over the live neurons of one network (:func:`live_neurons`) of
+    :func:`vector_power`: Figure 4.2's "almost 1 for all neurons" read off a histogram as the
+    5th percentile (``q = 0.05``) in its top bin."""
+    if not 0 <= q <= 1:
+        raise ValueError(f"parameter 'q' = {q!r} is not allowed: expected a number in [0, 1]")
+    power = vector_power(U[live_neurons(U, W)])
+    return float(torch.quantile(power.to(torch.float64), q))

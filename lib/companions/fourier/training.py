@@ -34,8 +34,9 @@ class TrainRun:
     beyond a run's width stay exactly zero), ``U0``, ``W0`` the initial ones, ``widths (R,)``; the
     logs ``steps``, ``rho (T, R)`` = normalized margin / gamma*, ``loss (T, R)`` (cross-entropy
     only) and ``accuracy (T, R)`` on all of D_p; with a split (``train_fraction < 1``),
-    ``test_accuracy (T, R)`` on the held-out inputs, else ``None``. Parameters and logs are float64
-    whatever the training dtype (the logs are computed from the parameters cast to float64)."""
+    ``train_accuracy (T, R)`` on the training inputs and ``test_accuracy (T, R)`` on the held-out
+    ones, else ``None``. Parameters and logs are float64 whatever the training dtype (the logs are
+    computed from the parameters cast to float64)."""
 
     U: torch.Tensor
     W: torch.Tensor
@@ -46,6 +47,7 @@ class TrainRun:
     rho: list = field(default_factory=list)
     loss: list = field(default_factory=list)
     accuracy: list = field(default_factory=list)
+    train_accuracy: list | None = None
     test_accuracy: list | None = None
 
 
@@ -103,7 +105,7 @@ def train(
     normalized margin is measured on all of D_p every ``log_every`` steps and at the end.
     ``train_fraction < 1`` trains on a random part of D_p of that size (drawn from ``generator``
     after the initialisation, so the initial network does not depend on it; the source's
-    experiments use 1/2, Appendix C.10.1) and logs the accuracy on the rest.
+    experiments use 1/2, Appendix C.10.1) and logs the accuracy on that part and on the rest.
 
     Training runs in ``dtype`` (float32 by default: the step needs no more); the margins, losses and
     accuracies of the logs, and the returned parameters, are float64 (the parameters cast), so the
@@ -125,7 +127,7 @@ def train(
 
     a, y = dataset(p, k, device=device)
     U, W = init_network(len(widths), max(widths), p, k, generator, widths, dtype, device)
-    held_out = None
+    held_out = kept = None
     if train_fraction < 1:
         n_train = round(train_fraction * a.shape[0])
         if not 0 < n_train < a.shape[0]:
@@ -141,7 +143,7 @@ def train(
     U64, W64 = U.double(), W.double()
     run = TrainRun(U64.clone(), W64.clone(), U64.clone(), W64.clone(), list(widths))
     if held_out is not None:
-        run.test_accuracy = []
+        run.train_accuracy, run.test_accuracy = [], []
     E, W = table(U).requires_grad_(True), W.clone().requires_grad_(True)
     if regularizer == "adamw":
         opt = torch.optim.AdamW([E, W], lr=lr, betas=(0.9, 0.98), weight_decay=weight_decay)
@@ -181,6 +183,7 @@ def train(
             run.loss.append((ce_sum / seen).cpu())
             run.accuracy.append(hits.mean(-1).cpu())
             if held_out is not None:
+                run.train_accuracy.append(hits[:, kept[kept < seen]].mean(-1).cpu())
                 run.test_accuracy.append(hits[:, held_out[held_out < seen]].mean(-1).cpu())
 
     step = training_step(
@@ -203,6 +206,7 @@ def train(
         torch.stack(run.accuracy),
     )
     if held_out is not None:
+        run.train_accuracy = torch.stack(run.train_accuracy)
         run.test_accuracy = torch.stack(run.test_accuracy)
     return run
 

@@ -143,6 +143,7 @@ class History:
     test_acc: list = field(default_factory=list)
     train_loss: list = field(default_factory=list)
     kq_top4: list = field(default_factory=list)
+    kq_share: list = field(default_factory=list)
 
     def first_step(self, which: str, level: float):
         """First logged step at which ``train_acc``/``test_acc`` reaches ``level`` (None if
@@ -181,8 +182,10 @@ def train_transformer(
     progress: bool = True,
 ) -> History:
     """AdamW with betas (0.9, 0.98) and a linear warm-up over ``warmup`` steps (Appendix C.10.1),
-    cross-entropy at the last position; logs train and test accuracy and the mean top-4 2-D power
-    fraction of the first layer's attention matrices every ``log_every`` steps and at the end."""
+    cross-entropy at the last position; logs train and test accuracy, and the mean over heads of the
+    first layer's attention matrices' top-4 2-D power fraction (:func:`top_power_fraction`) and
+    (+-zeta1, +-zeta2) share (:func:`cosine_structure`), every ``log_every`` steps and at the
+    end."""
     from companions.train import progress as progress_bar
 
     a_tr, y_tr, a_te, y_te = data
@@ -199,7 +202,9 @@ def train_transformer(
             hist.train_acc.append(accuracy(model, a_tr, y_tr))
             hist.test_acc.append(accuracy(model, a_te, y_te) if len(y_te) else float("nan"))
             hist.train_loss.append(loss)
-            hist.kq_top4.append(float(top_power_fraction(model.attention_matrices(0)).mean()))
+            A = model.attention_matrices(0)
+            hist.kq_top4.append(float(top_power_fraction(A).mean()))
+            hist.kq_share.append(float(cosine_structure(A)[0].mean()))
             model.train()
 
     bar = progress_bar(range(steps), desc=desc, disable=not progress, mininterval=0.5)
@@ -252,11 +257,106 @@ def accuracy(model: nn.Module, a: torch.Tensor, y: torch.Tensor, chunk: int = EV
     return float(torch.tensor(float(hits), dtype=torch.float32) / seen)
 
 
-def gap_weakens(gaps_by_k: dict) -> bool | None:
-    """Figure 4.4's "grokking becomes weak as k increases", read as: the mean gap
-    ``t_test - t_train`` over seeds shrinks from one k to the next, each step decided by Welch's t
-    (:func:`companions.stats.monotone`): ``False`` if some gap grows beyond its uncertainty,
-    ``True`` if every step shrinks beyond it, else ``None`` (inconclusive)."""
-    from companions.stats import monotone
+def train_seeds(
+    p: int,
+    k: int,
+    data,
+    seeds: int,
+    *,
+    steps: int,
+    lr: float,
+    weight_decay: float,
+    seed: int,
+    generator_for,
+    sizes: dict,
+    layers: int = 1,
+    batch: int = 0,
+    log_every: int = 50,
+    device="cpu",
+) -> list:
+    """The Figure 4.3 runs: one model per seed ``s`` (built from ``seed + s``, trained with the
+    generator ``generator_for(2 + s)``) on the same ``data``; returns ``(A0, A1, history)`` per
+    seed, with the first layer's attention matrices at initialization and after training (on the
+    CPU)."""
+    runs = []
+    for s in range(seeds):
+        model = build(p, k, seed + s, device=device, layers=layers, **sizes)
+        with torch.no_grad():
+            A0 = model.attention_matrices(0).cpu()
+        hist = train_transformer(
+            model,
+            data,
+            steps,
+            lr,
+            weight_decay,
+            generator_for(2 + s),
+            batch=batch,
+            log_every=log_every,
+            desc=f"p={p}, k={k}, seed {s}",
+        )
+        with torch.no_grad():
+            runs.append((A0, model.attention_matrices(0).cpu(), hist))
+    return runs
 
-    return monotone([gaps_by_k[k] for k in sorted(gaps_by_k)], decreasing=True)
+
+def grokking_runs(
+    pairs,
+    seeds: int,
+    *,
+    steps: int,
+    lr: float,
+    weight_decay: float,
+    seed: int,
+    generator_for,
+    sizes: dict,
+    layers: int,
+    train_fraction: float,
+    batch: int = 0,
+    log_every: int = 50,
+    device="cpu",
+) -> list[dict]:
+    """Figure 4.4's runs: for each ``(p, k)`` of ``pairs`` and each seed ``s``, a split drawn
+    with ``generator_for(100 + 10 k + s)``, a model built from ``seed + 1000 k + s`` and trained
+    with ``generator_for(200 + 10 k + s)``. Returns one dict per run: ``p``, ``k``, ``seed``,
+    ``size`` (p^k), ``hist``, ``t_train`` and ``t_test`` (the first logged steps with training
+    accuracy >= 0.99 and test accuracy >= 0.95, None if never) and ``final_test``."""
+    out = []
+    for q, kk in pairs:
+        for s in range(seeds):
+            data = split(q, kk, train_fraction, generator_for(100 + 10 * kk + s), device=device)
+            model = build(q, kk, seed + 1000 * kk + s, device=device, layers=layers, **sizes)
+            hist = train_transformer(
+                model,
+                data,
+                steps,
+                lr,
+                weight_decay,
+                generator_for(200 + 10 * kk + s),
+                batch=batch,
+                log_every=log_every,
+                desc=f"grokking p={q}, k={kk}, seed {s}",
+            )
+            out.append(
+                dict(
+                    p=q,
+                    k=kk,
+                    seed=s,
+                    size=q**kk,
+                    hist=hist,
+                    t_train=hist.first_step("train_acc", 0.99),
+                    t_test=hist.first_step("test_acc", 0.95),
+                    final_test=hist.test_acc[-1],
+                )
+            )
+    return out
+
+
+def gaps_by_k(runs: list[dict]) -> dict | None:
+    """``{k: [t_test - t_train per seed]}`` in increasing k, for Figure 4.4's trend; None where
+    some run did not reach both thresholds (a run that never groks has no gap)."""
+    if any(g["t_test"] is None or g["t_train"] is None for g in runs):
+        return None
+    gaps: dict = {}
+    for g in sorted(runs, key=lambda g: g["k"]):
+        gaps.setdefault(g["k"], []).append(g["t_test"] - g["t_train"])
+    return gaps
