@@ -9,6 +9,7 @@ import sympy as sp
 import torch
 
 import companions
+from companions import stats
 from companions.domain_generalization import (
     data,
     experiments,
@@ -327,10 +328,13 @@ def test_population_sweep_shapes_and_ood_counts():
 
 
 def test_tables_arithmetic():
-    assert tables.average_mismatches({"x": ([(1.0, 0), (2.0, 0)], 1.5)}) == []
-    assert tables.average_mismatches({"x": ([(1.0, 0), (2.0, 0)], 1.7)}) == [("x", 1.7, 1.5)]
-    assert tables.gain("ERM", "ERM-NU", None) == pytest.approx(1.7)
-    assert tables.gain("ERM", "ERM-NU", "TerraInc") == pytest.approx(3.5)
+    assert tables.average_gap([(1.0, 0), (2.0, 0)], 1.5) == 0.0
+    assert tables.average_gap([(1.0, 0), (2.0, 0)], 1.7) == pytest.approx(0.2)
+    assert tables.average_gap([(0.1, 0), (0.2, 0)], 0.15) == 0.0  # exact decimals, not floats
+    assert tables.gain("ERM", "ERM-NU", None) == Fraction(17, 10)
+    assert tables.gain("ERM", "ERM-NU", "TerraInc") == Fraction(35, 10)
+    # Mixup is not in Table 6.1's NU pairs: its average gain comes from Table 6.2's averages
+    assert tables.gain("Mixup", "Mixup-NU", None) == Fraction(1 + 2 + 7 + 17 + 31, 50)
     sig = tables.significant_gains("ERM", "ERM-NU", lambda df: df)
     # PACS: errors 0.2 and 0.1, Welch df = 0.05^2 / ((0.2^4 + 0.1^4) / 2) = 2.9411...
     df = 0.05**2 / ((0.2**4 + 0.1**4) / 2)
@@ -341,6 +345,49 @@ def test_tables_arithmetic():
     )
     sig_t = tables.significant_gains("ERM", "ERM-NU", experiments.t_critical)
     assert sig_t["PACS"][1] == pytest.approx(experiments.t_critical(df) * math.sqrt(0.05))
+
+
+def test_every_row_of_the_tables_is_transcribed():
+    assert len(tables.TABLE_6_1) == 25 and list(tables.TABLE_6_1)[-4:] == [
+        "ERM",
+        "ERM-NU",
+        "SWAD",
+        "SWAD-NU",
+    ]
+    assert all(len(cells) == 5 for cells, _ in tables.TABLE_6_1.values())
+    gaps = tables.average_gaps()
+    assert [len(v) for v in gaps.values()] == [25, 6, 6, 6, 6, 6, 4]
+    # SelfReg's printed average (64.2) is not the mean of its printed columns (63.96)
+    self_reg = list(tables.TABLE_6_1).index("SelfReg")
+    assert gaps["Table 6.1"][self_reg] == pytest.approx(0.24)
+
+
+@pytest.mark.parametrize("trials", [2, 3, 6])
+def test_trials_with_have_the_printed_mean_and_standard_error(trials):
+    values = tables.trials_with(49.6, 0.6, trials)
+    mean, se, n = stats.mean_and_se(values)
+    assert n == trials and mean == pytest.approx(49.6) and se == pytest.approx(0.6)
+    with pytest.raises(ValueError, match="'trials'"):
+        tables.trials_with(1.0, 0.1, 1)
+
+
+def test_nu_gain_samples_give_the_printed_welch_interval():
+    """Welch's interval on the rebuilt trials is the one the printed numbers give."""
+    pairs = tables.nu_gain_samples()
+    assert len(pairs) == 2 * len(tables.DATASETS)
+    nu, erm = pairs["ERM on PACS"]
+    (mn, sn, _), (mb, sb, _) = stats.mean_and_se(nu), stats.mean_and_se(erm)
+    assert (mn - mb, math.hypot(sn, sb)) == (pytest.approx(0.1), pytest.approx(math.sqrt(0.05)))
+    assert stats.welch_df(sn, 3, sb, 3) == pytest.approx(0.05**2 / ((0.2**4 + 0.1**4) / 2))
+
+
+def test_table_measurements_decide_the_registered_claims():
+    led = companions.Ledger(companions.preset("dg-nuclear-norm", "smoke"), device="cpu")
+    status = {c["id"]: c["status"] for c in led.record(tables.measurements())}
+    assert status["text-gains-match-tables"] == "reproduced"
+    assert status["tables-averages"] == "differs"  # SelfReg, Table 6.1
+    # ERM -> ERM-NU on PACS is +0.1 with errors 0.2 and 0.1: inside its interval
+    assert status["table-6-1-nu-improves-every-dataset"] == "inconclusive"
 
 
 def test_two_d_bound_one_sided_reading():
@@ -387,79 +434,67 @@ def test_task_experiment_same_batches_for_equal_methods():
     assert all(1.0 <= v <= 16 for v in res.stable_rank["erm"])
 
 
-class _Recorder:
-    """A stand-in for companions.Ledger that keeps what the library records."""
-
-    def __init__(self):
-        self.claims = []
-
-    def check(self, id, source, kind, holds, **kw):
-        self.claims.append({"id": id, "source": source, "status": "holds" if holds else "fails"})
-
-    def compare(self, id, source, kind="reproduction", agrees=None, **kw):
-        status = {True: "reproduced", False: "differs", None: "inconclusive"}[agrees]
-        self.claims.append({"id": id, "source": source, "status": status})
+def test_appendix_e_measurements_decide_their_claims():
+    got = symbolic.appendix_e()
+    led = companions.Ledger(companions.preset("dg-nuclear-norm", "smoke"), device="cpu")
+    status = {c["id"]: c["status"] for c in led.record(got)}
+    assert set(status.values()) == {"holds"}
+    assert got["e49-corrected-conclusion-survives"] == sp.Rational(25, 146)  # f(1), f increasing
+    assert got["lemma-e6-steps-e38-e41"] == [0, 0, True]
 
 
-def test_record_appendix_e_all_hold():
-    rec = _Recorder()
-    symbolic.record_appendix_e(rec)
-    assert [c["id"] for c in rec.claims] == list(report.SYMPY_CLAIMS)
-    assert all(c["status"] == "holds" for c in rec.claims)
+def test_min_f_from_one_is_the_minimum_on_a_grid():
+    f = lambda c: 2 * (c - 0.375) ** 2 / (0.5625 + 4 * c)  # noqa: E731
+    grid = min(f(1 + k / 100) for k in range(10_000))
+    assert float(symbolic.min_f_from_one()) == pytest.approx(grid, rel=1e-12)
 
 
-def test_tables_record_claims():
-    rec = _Recorder()
-    md = tables.record_claims(rec, experiments.t_critical)
-    st = {c["id"]: c["status"] for c in rec.claims}
-    assert st["tables-averages"] == "reproduced"
-    assert st["text-gains-match-tables"] == "reproduced"
-    # ERM -> ERM-NU on PACS is +0.1 with errors 0.2 and 0.1: inside any t interval
-    assert st["table-6-1-nu-improves-every-dataset"] == "inconclusive"
-    assert md.count("\n") == len(tables.DATASETS) + 1
-    assert md == tables.gains_table(experiments.t_critical)
-    # PACS row: ERM -> ERM-NU gain +0.1, and its t se is positive
-    pacs = next(line for line in md.splitlines() if line.startswith("| PACS |"))
-    assert pacs.split(" | ")[1] == "+0.1" and float(pacs.split(" | ")[2]) > 0
-    rec2 = _Recorder()
-    tables.record_claims(rec2, lambda df: 0.0)  # no uncertainty: every gain > 0 decides
-    assert {c["id"]: c["status"] for c in rec2.claims}[
-        "table-6-1-nu-improves-every-dataset"
-    ] == "reproduced"
+def _pop(alpha, beta, correct, lambdas=(0.1, 3.0), samples=100):
+    z = np.zeros_like(np.asarray(alpha, dtype=float))
+    return experiments.PopulationSweep(
+        tuple(lambdas), np.asarray(alpha), np.asarray(beta), np.asarray(correct),
+        z, z, z, z, z, samples,
+    )  # fmt: skip
 
 
-def _numbers():
-    return dict(
-        lams=[0.1, 3.0],
-        alpha_beta_max=1.2,
-        gamma=0.45,
-        ood_upper_max=1e-4,
-        ood_bound=1.6e-3,
-        d_floor=380.0,
-        below_half_d=None,
-        toy_ood={"ERM": 0.9, "ERM-NU": 0.91},
-        best_76=157 / 175,
-        nu_ood=0.99,
-        l2_ood=0.05,
-        srank_first=2.6,
-        srank_last=1.28,
-        srank_last_step=0.004,
-    )
+def test_lemma_6_1_gaps_by_hand():
+    pop = _pop([[0.1, 0.05], [0.12, 0.06]], [[0.05, 0.04], [0.06, 0.03]], [[0, 0], [0, 0]])
+    gaps = report.lemma_6_1_gaps(pop, [1], 64, 0.45)
+    assert gaps["λ = 3: β"] == [0.04, 0.03]
+    assert gaps["λ = 3: α − β"] == pytest.approx([0.01, 0.03])
+    assert gaps["λ = 3: 1/√r − α"] == pytest.approx([0.125 - 0.05, 0.125 - 0.06])
+    assert gaps["λ = 3: 3/(4γ) − α/β"] == pytest.approx([3 / 1.8 - 1.25, 3 / 1.8 - 2.0])
+    assert len(gaps) == 4
 
 
-def test_report_summary_and_table_follow_the_statuses():
-    claims = [
-        {"id": "lemma-6-1-bounds", "source": "Lemma 6.1", "status": "holds"},
-        {"id": "figure-6-5-ood-rises-then-falls", "source": "x", "status": "inconclusive"},
-        {"id": "figure-6-5-stable-rank-decreases", "source": "x", "status": "differs"},
-        {"id": "text-gains-match-tables", "source": "x", "status": "reproduced"},
-    ]
-    text = report.summary(claims, _numbers())
-    assert "Lemma 6.1's bounds hold" in text
-    assert "are not checked below it" in text  # the claim below the lemma's lambda is absent
-    assert "could not be decided at this scale" in text
-    assert "is not lower at the last λ" in text
-    assert "4 claims: 1 differs, 1 holds, 1 inconclusive, 1 reproduced" in text
-    table = report.paper_vs_book({c["id"]: c for c in claims}, _numbers())
-    assert "holds where λ meets its proof, not checked below" in table
-    assert "at d = none" in table and "(2.600 → 1.280): differs" in table
+def test_population_measurements_split_the_lambdas_by_the_hypotheses():
+    pop = _pop([[0.1, 0.05], [0.12, 0.06]], [[0.05, 0.04], [0.06, 0.03]], [[2, 0], [0, 0]])
+    hyp = {0.1: {"lambda": False}, 3.0: {"lambda": True}}
+    got = report.population_measurements(pop, hyp, 64, 0.45, 0.01)
+    assert set(got["lemma-6-1-bounds"]) == {k for k in got["lemma-6-1-bounds"] if "λ = 3" in k}
+    bound = theory.ood_bound(64)
+    assert got["l2-ood-bound-beyond-hypotheses"] == {"λ = 0.1": [0.02 / bound, 0.0]}
+    assert got["prop-6-3-l2-ood-bound"] == [theory.wilson_upper(0, 200) / bound]
+    none = report.population_measurements(pop, {0.1: {"x": False}, 3.0: {"x": False}}, 64, 0.45, 0)
+    assert isinstance(none["lemma-6-1-bounds"], companions.Undecided)
+    assert isinstance(none["prop-6-3-l2-ood-bound"], companions.Undecided)
+
+
+def test_task_measurements_follow_the_sweep():
+    methods = {
+        "ERM": ("erm", 0.0),
+        "ERM-ℓ2": ("l2", 0.01),
+        "ERM-NU": ("nu", 0.1),
+        "NU λ=0.01": ("nu", 0.01),
+        "NU λ=1": ("nu", 1.0),
+    }
+    res = experiments.TaskResult(methods)
+    for k, name in enumerate(methods):
+        res.ood_acc[name] = [k, k + 0.5]
+        res.stable_rank[name] = [10 - k, 9 - k]
+    assert report.sweep_order(res, [0.01, 0.1, 1.0]) == ["ERM", "NU λ=0.01", "ERM-NU", "NU λ=1"]
+    got = report.task_measurements(res, [0.01, 0.1, 1.0])
+    assert got["figure-6-5-stable-rank-decreases"][1] == [7, 6]
+    assert got["stable-rank-nu-below-erm"] == ([10, 9], [6, 5])
+    assert got["figure-6-5-ood-rises-then-falls"]["middle − ERM"] == ([2, 2.5], [0, 0.5])
+    assert got["task-nu-beats-l2-ood"] == ([2, 2.5], [1, 1.5])

@@ -3,9 +3,8 @@
 - Each sympy check returns exactly the keys and values worked out by hand below (not copied from
   the output): residuals 0, the moments of U[0, 1] and D_gamma, the factors of (E.41), the
   erratum's sum of squared ranges and its crossing gamma = 3/8, f(1) = 25/146 and f'.
-- ``record_appendix_e``: every argument of the five ledger calls spelled out (the claim texts are
-  pinned by the source), and each claim fails when any one of its inputs is made wrong (the
-  functions it reads are replaced by stand-ins), so every ``and`` of its conditions is needed.
+- ``appendix_e``: the measurements in order, and each registered claim fails when any one of its
+  inputs is made wrong (the functions it reads are replaced by stand-ins).
 """
 
 from __future__ import annotations
@@ -91,55 +90,10 @@ def test_hoeffding_ranges_by_hand():
     assert out["corrected_minus_rf"] == 0 and out["f_increasing"] is True
 
 
-# -- record_appendix_e ---------------------------------------------------------------------------
-class _Ledger:
-    """Keeps every argument of every check."""
-
-    def __init__(self):
-        self.calls = []
-
-    def check(self, *args, **kw):
-        self.calls.append((args, kw))
-
-
-_NOTES = [
-    "sympy: residuals of l', l'' = s(1-s), l''' = -s(1-s)(2s-1) with "
-    "2s-1 = tanh(z/2) > 0 on z > 0, and e^c(1+e^z) - (1+e^(z+c)) = e^c - 1 > 0 iff c > 0",
-    "sympy: integrals of the two densities (and D_gamma has mass 1)",
-    "sympy: Hoeffding's 2t^2 / sum (b-a)^2 with ranges 2 on U and 1 on R gives "
-    "(d-r) gamma^2 / 2 and r/8",
-    "sympy: (E.39) gap is (1-e^-x)(1/2-gamma) >= 0; 1 - e^-x <= x; "
-    "3/(4g) - 1/(2g - 2/sqrt r) = sqrt(r)(g - 3/sqrt r) / (4g(g sqrt(r) - 1))",
-    "sympy: the shift (E.47), the expansion (E.50), (E.52), and (E.53) as "
-    "(4/10)((d-r) gamma^2 - r)",
-]
-_HEADS = [
-    ("lemma-e1-logistic", "Lemma E.1", "identity"),
-    ("lemma-e3-moments", "Lemma E.3", "identity"),
-    ("lemma-e4-exponents", "Lemma E.4", "identity"),
-    ("lemma-e6-steps-e38-e41", "Lemma E.6 (E.38-E.41)", "identity"),
-    ("prop-e8-steps-e47-e53", "Proposition E.8 (E.47-E.53)", "identity"),
-]
-
-
+# -- appendix_e: the measurements the chapter records ---------------------------------------------
 def _good():
-    """Stand-in results that pass every check (the shapes of the real ones)."""
+    """Stand-in results that every registered rule accepts (the shapes of the real ones)."""
     return {
-        "lemma_e_1": {
-            "derivative": sp.Integer(0),
-            "second": sp.Integer(0),
-            "third": sp.Integer(0),
-            "shift": sp.Integer(0),
-            "shift_positive": True,
-            "two_s_minus_one_is_tanh": True,
-        },
-        "lemma_e_3": {
-            "mean_u": sp.Rational(1, 2),
-            "var_u": sp.Rational(1, 12),
-            "mean_g": g,
-            "mass_g": sp.Integer(1),
-            "var_g_residual": sp.Integer(0),
-        },
         "lemma_e_4": {"first": sp.Integer(0), "second": sp.Integer(0)},
         "steps_e38_e41": {
             "e39": sp.Integer(0),
@@ -151,87 +105,53 @@ def _good():
     }
 
 
-def _record(monkeypatch, values):
+def _statuses(monkeypatch, values):
+    import companions
+
     for name, out in values.items():
         monkeypatch.setattr(symbolic, name, lambda out=out: dict(out))
-    led = _Ledger()
-    symbolic.record_appendix_e(led)
-    return led.calls
+    led = companions.Ledger(companions.preset("dg-nuclear-norm", "smoke"), device="cpu")
+    got = symbolic.appendix_e()
+    return [c["status"] for c in led.record({k: v for k, v in got.items() if k[:3] != "e49"})]
 
 
-def test_record_appendix_e_arguments_spelled_out(monkeypatch):
-    calls = _record(monkeypatch, _good())
-    assert [args for args, _ in calls] == _HEADS
-    assert [kw["note"] for _, kw in calls] == _NOTES
-    assert [set(kw) for _, kw in calls] == [
-        {"holds", "expected", "observed", "tolerance", "note"}
-    ] * 5
-    assert [kw["holds"] for _, kw in calls] == [True] * 5
-    assert [kw["tolerance"] for _, kw in calls] == [0] * 5
-    assert [kw["expected"] for _, kw in calls] == [
-        0,
-        "1/2, 1/12; gamma, 1/3 - gamma^2",
-        0,
-        "0, 0, positive factor",
-        0,
-    ]
-    assert [kw["observed"] for _, kw in calls] == [
-        ["0", "0", "0", "0"],
-        "1/2, 1/12; gamma, residual 0",
-        ["0", "0"],
-        ["0", "2", "5", "0"],
-        ["0", "0", "0", "0"],
-    ]
-
-
-def test_record_appendix_e_observed_residuals_are_in_order(monkeypatch):
+def test_appendix_e_measures_in_order(monkeypatch):
     v = _good()
-    for i, k in enumerate(("derivative", "second", "third", "shift")):
-        v["lemma_e_1"][k] = sp.Integer(i + 1)
     v["lemma_e_4"] = {"first": sp.Integer(3), "second": sp.Integer(4)}
     v["steps_e47_e53"] = {k: sp.Integer(i + 5) for i, k in enumerate(("e47", "e50", "e52", "e53"))}
-    calls = _record(monkeypatch, v)
-    assert calls[0][1]["observed"] == ["1", "2", "3", "4"]
-    assert calls[2][1]["observed"] == ["3", "4"]
-    assert calls[4][1]["observed"] == ["5", "6", "7", "8"]
+    for name, out in v.items():
+        monkeypatch.setattr(symbolic, name, lambda out=out: dict(out))
+    got = symbolic.appendix_e()
+    assert got["lemma-e4-exponents"] == [3, 4]
+    assert got["lemma-e6-steps-e38-e41"] == [0, 0, True]
+    assert got["prop-e8-steps-e47-e53"] == [5, 6, 7, 8]
 
 
 # (function, key, wrong value, index of the claim that must fail)
 _WRONG = [
-    ("lemma_e_1", "derivative", sp.Integer(1), 0),
-    ("lemma_e_1", "second", sp.Integer(1), 0),
-    ("lemma_e_1", "third", sp.Integer(-1), 0),
-    ("lemma_e_1", "shift", sp.Integer(1), 0),
-    ("lemma_e_1", "shift_positive", False, 0),
-    ("lemma_e_1", "two_s_minus_one_is_tanh", False, 0),
-    ("lemma_e_3", "mean_u", sp.Rational(1, 3), 1),
-    ("lemma_e_3", "var_u", sp.Rational(1, 3), 1),
-    ("lemma_e_3", "mass_g", sp.Integer(2), 1),
-    ("lemma_e_3", "mean_g", 2 * g, 1),
-    ("lemma_e_3", "var_g_residual", sp.Integer(1), 1),
-    ("lemma_e_4", "first", sp.Integer(1), 2),
-    ("lemma_e_4", "second", sp.Integer(1), 2),
-    ("steps_e38_e41", "e39", sp.Integer(1), 3),
-    ("steps_e38_e41", "e40", sp.Integer(1), 3),
-    ("steps_e38_e41", "e41_ratio", sp.Integer(-2), 3),
-    ("steps_e38_e41", "e41_ratio", sp.Integer(0), 3),
-    ("steps_e38_e41", "e41_ratio", sp.Symbol("q", real=True), 3),  # sign unknown: not shown
-    ("steps_e47_e53", "e47", sp.Integer(1), 4),
-    ("steps_e47_e53", "e50", sp.Integer(1), 4),
-    ("steps_e47_e53", "e52", sp.Integer(1), 4),
-    ("steps_e47_e53", "e53", sp.Integer(1), 4),
+    ("lemma_e_4", "first", sp.Integer(1), 0),
+    ("lemma_e_4", "second", sp.Integer(1), 0),
+    ("steps_e38_e41", "e39", sp.Integer(1), 1),
+    ("steps_e38_e41", "e40", sp.Integer(1), 1),
+    ("steps_e38_e41", "e41_ratio", sp.Integer(-2), 1),
+    ("steps_e38_e41", "e41_ratio", sp.Integer(0), 1),
+    ("steps_e38_e41", "e41_ratio", sp.Symbol("q", real=True), 1),  # sign unknown: not shown
+    ("steps_e47_e53", "e47", sp.Integer(1), 2),
+    ("steps_e47_e53", "e50", sp.Integer(1), 2),
+    ("steps_e47_e53", "e52", sp.Integer(1), 2),
+    ("steps_e47_e53", "e53", sp.Integer(1), 2),
 ]
 
 
+def test_appendix_e_holds_on_good_inputs(monkeypatch):
+    assert _statuses(monkeypatch, _good()) == ["holds"] * 3
+
+
 @pytest.mark.parametrize("func, key, wrong, claim", _WRONG)
-def test_record_appendix_e_each_wrong_input_fails_its_claim_only(
-    monkeypatch, func, key, wrong, claim
-):
+def test_appendix_e_each_wrong_input_fails_its_claim_only(monkeypatch, func, key, wrong, claim):
     v = _good()
     v[func][key] = wrong
-    calls = _record(monkeypatch, v)
-    holds = [kw["holds"] for _, kw in calls]
-    assert holds == [i != claim for i in range(5)]
+    assert _statuses(monkeypatch, v) == ["fails" if i == claim else "holds" for i in range(3)]
 
 
 def test_hoeffding_ranges_checks_the_numerator_of_f_prime(monkeypatch):
