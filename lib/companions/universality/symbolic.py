@@ -206,3 +206,71 @@ def xor_fraction_non_separable() -> Fraction:
     for perm in perms:
         bad += not separable(perm, [z[0] for z in XOR_POINTS])
     return Fraction(bad, len(perms))
+
+
+# -- Theorem 7.2 (1) on a finite model ----------------------------------------------------------
+def finite_model(
+    n_r: int, n_u: int, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """A finite hidden model for Theorem 7.2: ``z_R`` in ``n_r`` values with probabilities ``p_R``
+    and, given ``z_R = a``, ``z_U`` in ``n_u`` values with probabilities ``p_U[a]`` (both drawn at
+    random, every value possible). ``g`` is the identity, so (A1) holds. Returns ``(p_R, p_U)``."""
+    p_r = torch.rand(n_r, generator=generator, dtype=torch.float64) + 0.1
+    p_u = torch.rand(n_r, n_u, generator=generator, dtype=torch.float64) + 0.1
+    return p_r / p_r.sum(), p_u / p_u.sum(-1, keepdim=True)
+
+
+def finite_contrastive_loss(
+    phi: torch.Tensor, p_r: torch.Tensor, p_u: torch.Tensor
+) -> torch.Tensor:
+    """(7.1) with the logistic loss on the finite model, enumerated exactly: ``phi`` of shape
+    ``(..., n_r, n_u, k)`` (a table ``phi(z_R, z_U)``). The positive shares ``z_R`` and draws
+    ``z_U+`` from ``p_U[z_R]`` afresh (7.3); the negative is an independent draw of ``z``."""
+    joint = p_r[:, None] * p_u  # P(z_R = a, z_U = b)
+    pos = (phi[..., :, :, None, :] * phi[..., :, None, :, :]).sum(-1)  # phi(a,b).phi(a,b')
+    neg = torch.einsum("...abk,...cdk->...abcd", phi, phi)  # phi(a,b).phi(c,d)
+    t = pos[..., :, :, :, None, None] - neg[..., :, :, None, :, :]
+    w = joint[:, :, None, None, None] * p_u[:, None, :, None, None] * joint[None, None, None]
+    return (w * losses.logistic(t)).sum((-1, -2, -3, -4, -5))
+
+
+def theorem_7_2_spurious(
+    p_r: torch.Tensor,
+    p_u: torch.Tensor,
+    k: int,
+    norm: float,
+    restarts: int,
+    steps: int,
+    generator: torch.Generator,
+) -> dict:
+    """Theorem 7.2 (1) on the finite model: the lowest loss found over representations on the
+    sphere of radius ``norm`` (A2) that may depend on ``z_U`` (``free``), and over those that
+    depend on ``z_R`` only (``invariant``), each by L-BFGS from ``restarts`` random starts of
+    ``steps`` iterations, in float64. ``spread``: the largest distance, over ``z_R``, between two
+    values of the best free representation at different ``z_U``, over ``norm``."""
+    n_r, n_u = p_u.shape
+
+    def best(shape, expand):
+        found = []
+        for _ in range(restarts):
+            v = torch.randn(*shape, k, generator=generator, dtype=torch.float64).requires_grad_()
+            opt = torch.optim.LBFGS([v], max_iter=steps, line_search_fn="strong_wolfe")
+
+            def closure(v=v, opt=opt):
+                opt.zero_grad()
+                loss = finite_contrastive_loss(
+                    expand(norm * v / v.norm(dim=-1, keepdim=True)), p_r, p_u
+                )
+                loss.backward()
+                return loss
+
+            opt.step(closure)
+            with torch.no_grad():
+                phi = expand(norm * v / v.norm(dim=-1, keepdim=True))
+                found.append((float(finite_contrastive_loss(phi, p_r, p_u)), phi))
+        return min(found, key=lambda x: x[0])
+
+    free, phi = best((n_r, n_u), lambda t: t)
+    inv, _ = best((n_r,), lambda t: t[:, None, :].expand(n_r, n_u, k))
+    spread = float((phi[:, :, None, :] - phi[:, None, :, :]).norm(dim=-1).max() / norm)
+    return {"free": free, "invariant": inv, "spread": spread}
