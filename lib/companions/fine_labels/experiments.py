@@ -42,12 +42,16 @@ def log_times(steps: int, n: int) -> list[int]:
     return sorted({0, 1, 2, *np.linspace(0, steps, n).round().astype(int).tolist()})
 
 
+def test_set(dcfg, S, n, hard, g, device):
+    """``(X, y)``: ``n`` balanced test samples per seed, easy or hard, on ``device``."""
+    X, y, _ = fdata.sample(dcfg, S, n, hard, g)
+    return X.to(device), y.to(device)
+
+
 def test_sets(dcfg, S, n, g, device):
-    tests = {}
-    for name, hard in (("easy", False), ("hard", True)):
-        X, y, _ = fdata.sample(dcfg, S, n, hard, g)
-        tests[name] = (X.to(device), y.to(device))
-    return tests
+    """``{"easy": (X, y), "hard": (X, y)}``, drawn in that order from ``g``."""
+    kinds = (("easy", False), ("hard", True))
+    return {name: test_set(dcfg, S, n, hard, g, device) for name, hard in kinds}
 
 
 def labeller(kind: str, k: int, groups: int | None = None):
@@ -168,3 +172,129 @@ def phase_grid(cfg, rt, nets: dict, alphas, s_daggers, n, offset=0):
                 sc = ftrain.coarse_scores(fmodel.forward(net, X), how)
                 out[name][i, j] = fmodel.accuracy(sc, fmodel.seen(y, sc)).cpu().numpy()
     return out
+
+
+def lowest_mean(values) -> tuple[int, list[float]]:
+    """The row of ``values`` (L, S): one row per logged time, one value per seed) with the lowest
+    mean over seeds, as ``(index, the row's values)``: "for all t" read over the logged times."""
+    v = torch.as_tensor(values, dtype=torch.float64)
+    if v.ndim != 2 or v.shape[0] < 1:
+        raise ValueError(f"expected values of shape (times, seeds), got {tuple(v.shape)}")
+    i = int(v.mean(1).argmin())
+    return i, v[i].tolist()
+
+
+def common_detector_projection(W0: torch.Tensor, det: torch.Tensor, m: int) -> float:
+    """Mean of ``<w_r(0), v_y>`` over the common detectors of both outputs of a coarse model
+    (``det`` from :func:`companions.fine_labels.model.detectors`), over every seed."""
+    vals = []
+    for y in range(2):
+        rows = slice(y * m, (y + 1) * m)
+        vals.append(W0[:, rows, y].cpu()[det[:, rows, y].cpu()])
+    return float(torch.cat(vals).double().mean())
+
+
+def max_common_ratio(counts: torch.Tensor, k: int) -> list[float]:
+    """Per seed, for a fine model read through the max: the mean over superclasses of the largest
+    number of neurons, among the other superclass's ``k`` outputs, active on that superclass's
+    common feature (what its feature noise excites), over the mean number of neurons of a
+    subclass's own output active on its subclass feature. ``counts`` (S, 2k, 2 + 2k) from
+    :func:`active_counts`. With equal detector counts everywhere it is 1."""
+    c = counts.double()
+    out = []
+    for s in range(c.shape[0]):
+        ratios = []
+        for y in range(2):
+            other = 1 - y
+            n_c = c[s, other * k : (other + 1) * k, other].max()
+            own = torch.stack([c[s, y * k + j, 2 + y * k + j] for j in range(k)]).mean()
+            ratios.append(float(n_c / own))
+        out.append(sum(ratios) / 2)
+    return out
+
+
+def margin_fits(t, margins, half) -> dict:
+    """Lemma E.4's line, two estimators, per seed: ``margins`` (L, S, n) are the margins of the
+    easy test samples at the logged times ``t``; over the times in ``half`` (a mask), the slope and
+    R^2 of the least-squares line of ``mean_n (e^F + F)`` ("per sample") and of ``e^Fbar + Fbar``
+    with ``Fbar`` the mean margin ("mean margin"). ``{name: (slopes, r2)}``, lists over seeds."""
+    from companions.fine_labels import theory as fth
+
+    F = torch.as_tensor(margins, dtype=torch.float64)
+    curves = {
+        "per sample": (F.exp() + F).mean(-1),
+        "mean margin": F.mean(-1).exp() + F.mean(-1),
+    }
+    tt = np.asarray(t, dtype=float)[half]
+    out = {}
+    for name, c in curves.items():
+        fits = [fth.linear_fit_r2(tt, c[half, j].numpy()) for j in range(c.shape[1])]
+        out[name] = ([f[0] for f in fits], [f[1] for f in fits])
+    return out
+
+
+def active_feature_counts(net, k: int) -> tuple[list[float], list[float]]:
+    """Per seed of a coarse model, ``n_c`` and ``n_f`` of eq. D2: the neurons of an output active
+    on a clean unit patch of its common feature, and of its subclass features (mean over the two
+    outputs and the k subclasses)."""
+    active = active_counts(net, k).double().cpu()  # (S, 2, 2 + 2k)
+    n_c = active[:, [0, 1], [0, 1]].mean(-1)
+    n_f = torch.stack([active[:, y, 2 + y * k : 2 + (y + 1) * k].mean(-1) for y in range(2)], -1)
+    return n_c.tolist(), n_f.mean(-1).tolist()
+
+
+def bias_rates(db: torch.Tensor, dA: torch.Tensor, det: torch.Tensor, m: int, lam_b: float):
+    """Per seed, the mean over the common detectors of both outputs of ``lam_b db / dA`` (Lemma
+    E.7 with ``lam_b``: -1 by eq. 18 when ``||dw|| = dA``). ``db`` (S, 2m) bias changes, ``dA``
+    (S, 2m, F) weight changes along the features, ``det`` (S, 2m, F) the detectors."""
+    out = []
+    for j in range(db.shape[0]):
+        vals = []
+        for y in range(2):
+            rows = torch.arange(y * m, (y + 1) * m)
+            sel = rows[det[j, rows, y]]
+            vals.append(db[j, sel].double() / dA[j, sel, y].double())
+        out.append(float(lam_b * torch.cat(vals).mean()))
+    return out
+
+
+def subclass_detector_activity(net, single: torch.Tensor, k: int) -> tuple[float, float]:
+    """Theorem D.1 point 2, as corrected: the fraction of the singleton detectors of subclass
+    features (``single`` (S, 2m, F), :func:`companions.fine_labels.model.singleton_detectors`) of
+    a coarse model active on a clean unit patch of their own subclass feature, and on one of
+    their superclass's common feature (as printed). ``(own, common)``."""
+    feats = torch.arange(2 + 2 * k, device=net.W.device)
+    on = ((net.W[:, :, feats] + net.b[..., None]) > 0).cpu()  # (S, 2m, F)
+    own, common = [], []
+    for y in range(2):
+        rows = slice(y * net.m, (y + 1) * net.m)
+        for f in range(2 + y * k, 2 + (y + 1) * k):
+            sel = single[:, rows, f].cpu()
+            own.append(on[:, rows, f][sel])
+            common.append(on[:, rows, y][sel])
+    own, common = torch.cat(own), torch.cat(common)
+    if own.numel() == 0:
+        return math.nan, math.nan
+    return float(own.double().mean()), float(common.double().mean())
+
+
+def feature_noise_terms(net, X, y, alpha: float, s_dagger: int) -> dict:
+    """Lemma E.8's feature-noise term on hard samples ``(X, y)`` of a coarse model: the wrong
+    output's measured mean response ``F_y'``, and the term for ``s_dagger`` patches of its own
+    common feature, summed over its neurons, as printed in eqs. (132)-(133) (amplitude 1:
+    ``relu(<w, v> + b)``) and with the factor ``alpha`` restored (``relu(alpha <w, v> + b)``);
+    means over seeds and outputs."""
+    F = fmodel.forward(net, X)
+    y_seen = fmodel.seen(y, F)
+    wrong = F.gather(-1, (1 - y_seen)[..., None]).mean()
+    printed, restored = [], []
+    for o in range(2):
+        rows = slice(o * net.m, (o + 1) * net.m)
+        w, b = net.W[:, rows, o], net.b[:, rows]
+        printed.append(s_dagger * torch.relu(w + b).sum(-1).mean())
+        restored.append(s_dagger * torch.relu(alpha * w + b).sum(-1).mean())
+    return {
+        "measured": float(wrong),
+        "printed": float(sum(printed) / 2),
+        "restored": float(sum(restored) / 2),
+    }

@@ -128,3 +128,38 @@ def response(net: Net, feats) -> torch.Tensor:
     Z = torch.relu(net.W[:, :, feats] + net.b[..., None])
     S, M, Fn = Z.shape
     return Z.reshape(S, net.C, net.m, Fn).sum(2)
+
+
+def singleton_detectors(W0: torch.Tensor, feats: torch.Tensor, high: float, low: float):
+    """Neurons above ``high`` on one feature and below ``low`` on every other feature of
+    ``feats``: bool (S, C m, F). The finite-size form of S^{*(0)}(v) (Definition C.1; the
+    dictionary elements that are no feature never carry a patch's signal, so they do not count)."""
+    proj = W0[:, :, feats]
+    above = proj >= high
+    others_low = (proj < low).sum(-1, keepdim=True) - (proj < low).to(torch.long)
+    return above & (others_low == len(feats) - 1)
+
+
+def update_spread(W: torch.Tensor, W0: torch.Tensor, single: torch.Tensor, C: int) -> torch.Tensor:
+    """Eqs. (32), (34), (201), (204): the detectors of one feature in one output receive identical
+    updates. Per seed (S,), the largest ``||dw_r - mean dw|| / ||mean dw||`` over the neurons of
+    ``single`` (S, C m, F) grouped by (output, feature), with ``dw = W - W0`` in float64; NaN
+    where no group has two neurons, or nothing has moved yet."""
+    S, M, Fn = single.shape
+    out = torch.full((S,), math.nan, dtype=torch.float64)
+    s_idx, r_idx, f_idx = single.nonzero(as_tuple=True)
+    if s_idx.numel() == 0:
+        return out
+    D = (W - W0)[s_idx, r_idx].double()  # (n, d): the updates of the listed neurons
+    group = (s_idx * C + r_idx // (M // C)) * Fn + f_idx
+    _, inv, counts = torch.unique(group, return_inverse=True, return_counts=True)
+    mean = torch.zeros(len(counts), D.shape[1], dtype=D.dtype, device=D.device)
+    mean = mean.index_add_(0, inv, D) / counts[:, None].to(D.dtype)
+    norm = mean[inv].norm(dim=1)
+    rel = (D - mean[inv]).norm(dim=1) / norm
+    keep = (counts[inv] >= 2) & (norm > 0)
+    for s in range(S):
+        vals = rel[keep & (s_idx == s)]
+        if vals.numel():
+            out[s] = float(vals.max())
+    return out

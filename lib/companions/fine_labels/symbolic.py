@@ -100,3 +100,32 @@ def lemma_g2_interval() -> dict[str, bool]:
         "coefficient >= 1/4": ok((1 - k * hi) - sp.Rational(1, 4)),
         "coefficient <= 2/3": ok(sp.Rational(2, 3) - (1 - k * lo)),
     }
+
+
+def prop_exponent_residuals() -> list[sp.Expr]:
+    """Props. 1 and 2 as residuals for an exact claim: ``d^(2+2c0) e^(-(4+2c0) L/2) / d^c0 - 1``
+    and ``d^(1+2c0) e^(-(2+2c0) L/2) / d^c0 - 1`` with ``L = log d`` (both 0)."""
+    Ld = sp.log(d)
+    coarse = d ** (2 + 2 * c0) * sp.exp(-(4 + 2 * c0) * Ld / 2)
+    fine = d ** (1 + 2 * c0) * sp.exp(-(2 + 2 * c0) * Ld / 2)
+    return [sp.simplify(sp.powsimp(x / d**c0, force=True)) - 1 for x in (coarse, fine)]
+
+
+def tail_ratio_residuals() -> list[sp.Expr]:
+    """Prop. 1 item 2 as residuals: the exponential part of ``p1 / p2`` minus
+    ``exp(-2(2+c0)/L^5)``, and its first-order term ``lim (ratio - 1) L^5`` plus ``2(2+c0)``
+    (both 0: the ratio is ``1 - O(L^-5)``)."""
+    ratio = tail_ratio_exponent()
+    return [
+        sp.simplify(ratio - sp.exp(-2 * (2 + c0) / L**5)),
+        sp.simplify(sp.limit((ratio - 1) * L**5, L, sp.oo) + 2 * (2 + c0)),
+    ]
+
+
+def eq29_exponent(c0_value) -> sp.Expr:
+    """The exponent ``e`` in eq. (29)'s ``m d d^-5 / d^-2 = d^e`` with ``m = d^(2+2c0)``, at
+    ``c0 = c0_value`` (exact): the printed ``< d^-2`` needs ``e < 0``."""
+    ratio = eq29_union_bound()
+    return sp.simplify(sp.expand_log(sp.log(ratio), force=True) / sp.log(d)).subs(
+        c0, sp.nsimplify(c0_value)
+    )

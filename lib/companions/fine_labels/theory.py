@@ -123,3 +123,39 @@ def linear_fit_r2(t, y) -> tuple[float, float]:
     resid = y - A @ coef
     ss = ((y - y.mean()) ** 2).sum()
     return float(coef[0]), float(1 - (resid**2).sum() / ss) if ss > 0 else float("nan")
+
+
+def relu_mean(scale: float, tau: float) -> float:
+    """``E relu(scale g - tau)`` for ``g ~ N(0, 1)``: ``scale (phi(a) - a Q(a))`` with
+    ``a = tau / scale`` (the mean response of one neuron, in units of sigma0)."""
+    if scale <= 0:
+        raise ValueError(f"parameter 'scale' = {scale} is not allowed: expected > 0")
+    a = tau / scale
+    return scale * (phi(a) - a * Q(a))
+
+
+def zeta_star_response(m: int, tau: float, norm: float) -> float:
+    """Eq. (118) at finite size: the mean of ``sum_r relu(<w_r(0), zeta*> + b(0))`` over the ``m``
+    neurons of an output, in units of sigma0, for a distracting patch of norm ``norm``
+    (``<w_r(0), zeta*> ~ N(0, sigma0^2 ||zeta*||^2)``, ``b(0) = -tau sigma0``)."""
+    return m * relu_mean(norm, tau)
+
+
+def feature_response_at_init(m: int, tau: float, s_star: int) -> float:
+    """What eq. (118) is compared with: the mean response of an output's ``m`` neurons at
+    initialisation to the ``s*`` patches of one feature, ``s* m E relu(g - tau)``, in units of
+    sigma0 (the proof's ``O(sigma0 sqrt(log d) s* d^c0)``)."""
+    return s_star * m * relu_mean(1.0, tau)
+
+
+def feature_noise_onset(w0: float, tau: float, alpha: float, lam_b: float) -> float:
+    """This book's onset of the feature noise (the proof of Lemma E.8 calls it ``t_-``): the growth
+    ``A`` of a common detector (with ``<w(0), v> = w0``, bias ``-tau`` and its fall ``A / lam_b``
+    by eq. 18, all in units of sigma0) past which it fires on a feature-noise patch
+    ``alpha v``: ``alpha (w0 + A) - tau - A / lam_b > 0``, i.e.
+    ``A > (tau - alpha w0) / (alpha - 1 / lam_b)`` (0 if it fires already)."""
+    if alpha <= 1 / lam_b:
+        raise ValueError(
+            f"parameter 'alpha' = {alpha} is not allowed: it must exceed 1 / lam_b = {1 / lam_b}"
+        )
+    return max(0.0, (tau - alpha * w0) / (alpha - 1 / lam_b))

@@ -86,6 +86,26 @@ def off_diagonal_mask(C: int, k: int) -> torch.Tensor:
     return mask
 
 
+def own_features(C: int, k: int) -> torch.Tensor:
+    """(C, 2 + 2k) bool: the features an output is trained to detect, with ``C = 2 g`` outputs of
+    ``g`` label groups per superclass (``g = 1`` coarse, ``g = k`` fine): its superclass's common
+    feature and the subclass features of its group. Their detectors are the ones eqs. (32), (34),
+    (201), (204) follow; a detector of any other feature is pushed down and falls silent at a time
+    set by its own ``w(0)``."""
+    if C < 2 or C % 2 or k % (C // 2):
+        raise ValueError(
+            f"parameter 'C' = {C} is not allowed: expected 2 g with g dividing k = {k}"
+        )
+    g = C // 2
+    mask = torch.zeros(C, 2 + 2 * k, dtype=torch.bool)
+    for o in range(C):
+        y, j = divmod(o, g)
+        mask[o, y] = True
+        for c in range(k):
+            mask[o, 2 + y * k + c] = c // (k // g) == j
+    return mask
+
+
 def coarse_scores(F: torch.Tensor, how: str = "max") -> torch.Tensor:
     """Scores of the two superclasses from any model: ``F`` itself when it has two outputs."""
     return F if F.shape[-1] == 2 else fmodel.aggregate(F, F.shape[-1] // 2, how)
@@ -129,8 +149,12 @@ def train(
     ``labels_of(y, c, g)`` gives the trained labels; ``tests`` maps names to ``(X, y)`` test sets
     (coarse target, read through ``how`` when the model has more than two outputs). Logged, each
     with a leading time axis: ``acc[name]`` (S,), the margin ``F_y - F_y'`` on ``tests['easy']``,
-    ``A`` and ``R`` (S, C, 2+2k), the mean bias, and the three invariants of Theorem F.1 / G.1.
-    ``B`` (fine training) records ``T0(B)`` of Definition G.2 per seed and the accuracies there.
+    ``A`` and ``R`` (S, C, 2+2k), the mean bias, the three invariants of Theorem F.1 / G.1, and
+    ``spread`` (S,), the largest relative spread of the updates among the singleton detectors of
+    one output and one of its own features (:func:`own_features`,
+    :func:`companions.fine_labels.model.update_spread`). ``B`` (fine training) records
+    ``T0(B)`` of Definition G.2 per seed (the first step at which some output ``F_y``, whatever
+    the sample's label, reaches ``B`` on some sample of the batch) and the accuracies there.
     """
     if steps < 0 or N < 1:
         raise ValueError(f"parameters 'steps' = {steps} and 'N' = {N} must be >= 0 and >= 1")
@@ -147,13 +171,17 @@ def train(
     b0 = net.b.clone() if b0 is None else b0
     det = fmodel.detectors(W0, feats, tau_sigma0 + delta)
     det_low = fmodel.detectors(W0, feats, tau_sigma0 - delta)
+    single = fmodel.singleton_detectors(W0, feats, tau_sigma0 + delta, tau_sigma0 - delta)
+    if net.C % 2 == 0 and k % (net.C // 2) == 0:  # the detectors of each output's own features
+        single &= own_features(net.C, k).to(dev).repeat_interleave(net.m, 0)[None]
     off = (
         off_diagonal_mask(net.C, k).to(dev)
         if net.C in (2, 2 * k) and scores_fn is None
         else torch.zeros(net.C, 2 + 2 * k, dtype=torch.bool, device=dev)
     )
     R0 = torch.relu(W0[:, :, feats] + b0[..., None])  # (S, C m, F)
-    hist = {k_: [] for k_ in ("t", "margin", "A", "R", "bias", "nonact", "noise", "offdiag")}
+    keys = ("t", "margin", "A", "R", "bias", "nonact", "noise", "offdiag", "spread")
+    hist = {k_: [] for k_ in keys}
     hist["acc"] = {name: [] for name in tests}
     T0 = torch.full((S,), -1, dtype=torch.long)
     at_T0 = {name: torch.full((S,), math.nan) for name in tests}
@@ -179,6 +207,7 @@ def train(
         gain = (torch.relu(pre) - R0).reshape(S, net.C, net.m, -1).amax(2)  # (S, C, F)
         gain = torch.where(off[None], gain, torch.full_like(gain, -math.inf))
         hist["offdiag"].append(gain.amax((1, 2)).cpu())
+        hist["spread"].append(fmodel.update_spread(net.W, W0, single, net.C).cpu())
 
     for t in progress_bar(range(steps + 1), desc=f"SGD, {net.C} outputs", disable=not progress):
         if t in log_times:
@@ -189,8 +218,8 @@ def train(
         lab = labels_of(y, c, g)
         X, lab = X.to(dev), lab.to(dev)
 
-        def stop_time(Fb, t=t, lab=lab):  # Definition G.2: first t with some F_y(X_n) >= B
-            crossed = (Fb.gather(-1, lab[..., None]).squeeze(-1).amax(-1) >= B).cpu()
+        def stop_time(Fb, t=t):  # Definition G.2: first t with some F_y(X_n) >= B, any output y
+            crossed = (Fb.amax((1, 2)) >= B).cpu()
             new = crossed & (T0 < 0)
             if bool(new.any()):
                 T0[new] = t
@@ -208,6 +237,6 @@ def train(
         "T0": T0,
         "at_T0": at_T0,
     }
-    for key in ("margin", "A", "R", "bias", "nonact", "noise", "offdiag"):
+    for key in keys[1:]:
         out[key] = torch.stack(hist[key])
     return out
