@@ -91,8 +91,11 @@ def test_pair_moments_match_kappa_and_the_noise_law(monkeypatch):
     assert z.abs().max() < 4, z
     assert abs(float(mc.mean[0, 1])) < 4 * float(mc.se[0, 1])  # independent features: 0
     assert abs(mc.noise_energy - nsr) < 0.03 * nsr
-    # <u, v> has variance L sigma^2 per view, independent across views: 5 standard errors
-    assert abs(mc.noise_cross) < 5 * L * sigma.item() ** 2 / math.sqrt(50_000)
+    # <u, v> has variance L sigma^2 per view, independent across views: the product has standard
+    # deviation L sigma^2, so the mean's standard error is L sigma^2 / sqrt(pairs)
+    exact_se = L * sigma.item() ** 2 / math.sqrt(50_000)
+    assert mc.noise_cross_se == pytest.approx(exact_se, rel=0.05)
+    assert abs(mc.noise_cross) < 5 * exact_se
     monkeypatch.setenv("COMPANIONS_DRY_RUN", "1")  # a dry run draws the first chunk only
     assert (
         cd.pair_moments(M, probs, sigma, 50_000, L, 0.5, 1.0, v, gen(6), chunk=7_000).pairs == 7_000

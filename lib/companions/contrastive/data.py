@@ -194,13 +194,15 @@ def sample_batch(
 class PairMoments:
     """Monte Carlo moments of ``pairs`` positive pairs (:func:`pair_moments`). ``mean`` and
     ``se``: ``E[<u_Y, M_j><u_X, M_j'>]`` for every ``(j, j')`` and its standard error;
-    ``noise_cross``: ``E[<u_Y, v><u_X, v>]``; ``noise_energy``: ``E||xi||^2`` of one token."""
+    ``noise_cross``: ``E[<u_Y, v><u_X, v>]`` and ``noise_cross_se`` its standard error;
+    ``noise_energy``: ``E||xi||^2`` of one token."""
 
     mean: torch.Tensor
     se: torch.Tensor
     noise_cross: float
     noise_energy: float
     pairs: int
+    noise_cross_se: float = float("nan")
 
 
 def pair_moments(
@@ -229,7 +231,7 @@ def pair_moments(
     d = M.shape[-1]
     acc = torch.zeros(d, d, dtype=torch.float64)
     acc2 = torch.zeros_like(acc)
-    noise_cross = noise_energy = 0.0
+    noise_cross = noise_cross2 = noise_energy = 0.0
     done = 0
     for start in progress(range(0, pairs, chunk), desc=f"moments of {pairs} pairs"):
         n = min(chunk, pairs - start)
@@ -238,12 +240,16 @@ def pair_moments(
         px, py = ux @ M[0], uy @ M[0]  # <u, M_j> for every feature j
         acc += (py.T @ px).cpu()
         acc2 += ((py**2).T @ px**2).cpu()
-        noise_cross += float((ux @ v * (uy @ v)).sum())
+        prod = ux @ v * (uy @ v)
+        noise_cross += float(prod.sum())
+        noise_cross2 += float((prod**2).sum())
         noise_energy += float(((b.x[0] - b.zx[0].mean(-2) @ M[0].T) ** 2).sum()) * L
         done += n
     mean = acc / done
     se = ((acc2 / done - mean**2) / done).sqrt()
-    return PairMoments(mean, se, noise_cross / done, noise_energy / done, done)
+    cross = noise_cross / done
+    cross_se = math.sqrt(max(noise_cross2 / done - cross**2, 0.0) / done)
+    return PairMoments(mean, se, cross, noise_energy / done, done, cross_se)
 
 
 def run_grid(eps_min_values, nsr_values, repeats: int):
