@@ -621,6 +621,18 @@ def test_f4_symbolic_and_times():
     assert sp.simplify(expr - d / eps_s) == 0
 
 
+def test_lemma_f2_margin_by_hand():
+    """(181)'s pruning term alpha m p* / Xi_2^2 with Xi_2 = m d^(-rho^2): at m = 30, d = 9,
+    rho = 0.5, Xi_2 = 30 / 9^0.25 = 30 / sqrt(3), so alpha m p* / Xi_2^2 = alpha p* 3 / 30.
+    Catches a Xi_2 without its m, rho instead of rho^2, or the square of Xi_2 dropped."""
+    assert th.lemma_f2_margin(0.1, 30, 9, 0.5, 0.125) == pytest.approx(0.1 * 0.125 * 3 / 30)
+    # at rho = 1, Xi_2 = m / d: the term is alpha p* d^2 / m
+    assert th.lemma_f2_margin(0.2, 10, 4, 1.0, 0.5) == pytest.approx(0.2 * 0.5 * 16 / 10)
+    for bad in ((0.0, 30, 9, 0.5, 0.1), (0.1, 30, 9, 0.0, 0.1), (0.1, 30, 9, 0.5, 1.5)):
+        with pytest.raises(ValueError, match="lemma_f2_margin"):
+            th.lemma_f2_margin(*bad)
+
+
 # ---------------------------------------------------------------------------------------------
 # 9. Table 2
 # ---------------------------------------------------------------------------------------------
@@ -652,7 +664,7 @@ def test_table2_is_transcribed_from_the_seed():
     assert list(pr.TABLE_2) == parsed
 
 
-def test_table2_rows_and_claims():
+def test_table2_rows_and_measures():
     """Catches a gain computed the wrong way round, a monotonicity test with the wrong comparison,
     or a count of Delta20 reductions that includes ties / increases."""
     assert len(pr.TABLE_2) == 8
@@ -661,13 +673,15 @@ def test_table2_rows_and_claims():
     assert rows[("CIFAR100-LT", 100)]["delta20_change"] == -2.73
     assert rows[("CIFAR10-LT", 1)]["gain_in_sd"] is None
     assert rows[("CIFAR10-LT", 10)]["gain_in_sd"] == round(5.67 / math.hypot(1.03, 0.67), 2)
-    claims = pr.table2_claims()
-    assert claims["improves"] is True and claims["rows"] == 8
-    assert claims["grows_with_rho"] == {"CIFAR10-LT": False, "CIFAR100-LT": True}
-    assert claims["reduces_delta20"] == 8
+    got = pr.table2_measures()
+    assert got["rows"] == 8 and got["smallest_gain"] == 0.59  # CIFAR10-LT rho = 1
+    # CIFAR10-LT: 0.59, 5.67, 8.02, 7.07; CIFAR100-LT: 5.12, 6.80, 7.81
+    assert got["steps"] == {"CIFAR10-LT": [5.08, 2.35, -0.95], "CIFAR100-LT": [1.68, 1.01]}
+    assert got["smallest_gain_step"] == -0.95
+    assert got["delta20_not_falling"] == 0
 
 
-def test_table2_claims_on_a_hand_built_table(monkeypatch):
+def test_table2_measures_on_a_hand_built_table(monkeypatch):
     """Catches a strict monotonicity test (equal gains are not a fall) or ties counted as Delta20
     reductions."""
     table = (
@@ -679,10 +693,11 @@ def test_table2_claims_on_a_hand_built_table(monkeypatch):
         ("C", 5, 60.0, None, 59.5, None, 1.0, None, 0.5, None),
     )
     monkeypatch.setattr(pr, "TABLE_2", table)
-    claims = pr.table2_claims()
-    assert claims["rows"] == 6 and claims["improves"] is False  # C's gain is negative
-    assert claims["grows_with_rho"] == {"A": True, "B": False}  # C has one row: no claim
-    assert claims["reduces_delta20"] == 4  # A rho=1 (tie) and A rho=50 (rise) do not count
+    got = pr.table2_measures()
+    assert got["rows"] == 6 and got["smallest_gain"] == -0.5  # C's gain is negative
+    assert got["steps"] == {"A": [0.0, 1.5], "B": [-1.0]}  # C has one row: no step
+    assert got["smallest_gain_step"] == -1.0
+    assert got["delta20_not_falling"] == 2  # A rho=1 (a tie) and A rho=50 (a rise)
     rows = pr.table2_rows()
     assert (
         rows[1]["gain_in_sd"] == round(1.0 / math.sqrt(2), 2) and rows[2]["delta20_change"] == 0.5
@@ -794,17 +809,3 @@ def test_other_feature_rate_skips_j_star():
     h.A = A
     rate = pr.other_feature_rate(h, torch.tensor([0]))  # j* = 0 is left out
     assert torch.allclose(rate, torch.tensor([0.03], dtype=torch.float64), atol=1e-6)
-
-
-def test_summary_reads_the_statuses():
-    claims = [
-        {"id": "lemma-f2-d1-rises", "status": "reproduced"},
-        {"id": "thm-3-2b-others-barely-move", "status": "differs"},
-        {"id": "k3-fig2-aligned-neurons", "status": "inconclusive"},
-        {"id": "k3-fig3-max-alignment", "status": "reproduced"},
-    ]
-    text = pr.summary_markdown(claims)
-    assert "| yes | `lemma-f2-d1-rises`" in text
-    assert "| **no** | `thm-3-2b-others-barely-move`" in text
-    assert "| 1 of 2 | `k3-*`" in text
-    assert "alg1" not in text  # absent claims give no row

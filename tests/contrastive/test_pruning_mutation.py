@@ -342,27 +342,12 @@ def test_table2_delta20_in_sd_on_the_transcribed_table():
     assert rows[("CIFAR10-LT", 1)]["delta20_change_in_sd"] is None
 
 
-def test_table2_claims_a_zero_gain_is_no_improvement(monkeypatch):
-    table = (("A", 1, 50.0, None, 50.0, None, 2.0, None, 1.0, None),)
-    monkeypatch.setattr(pr, "TABLE_2", table)
-    assert pr.table2_claims()["improves"] is False
-
-
-def test_summary_markdown_whole_table():
-    claims = [
-        {"id": "lemma-f2-d1-rises", "status": "holds"},
-        {"id": "lemma-f2-d2-unchanged", "status": "skipped"},  # a status without a word: as is
-        {"id": "k3-a", "status": "reproduced"},
-        {"id": "k3-b", "status": "reproduced"},
-        {"id": "k3-c", "status": "differs"},
-    ]
-    assert pr.summary_markdown(claims) == "\n".join(
-        [
-            "| finding | in this run | claim |",
-            "|---|---|---|",
-            "| masking the minority specialists raises E[1 - ell'_p] on D1 (Lemma F.2) | yes "
-            "| `lemma-f2-d1-rises` |",
-            "| it leaves the other pairs, D2, unchanged | skipped | `lemma-f2-d2-unchanged` |",
-            "| pruning improves Figures 2-5's statistics | 2 of 3 | `k3-*` |",
-        ]
+def test_table2_measures_a_zero_gain_and_a_tie(monkeypatch):
+    table = (
+        ("A", 1, 50.0, None, 50.0, None, 2.0, None, 2.0, None),
+        ("A", 2, 50.0, None, 50.0, None, 2.0, None, 1.0, None),
     )
+    monkeypatch.setattr(pr, "TABLE_2", table)
+    got = pr.table2_measures()
+    assert got["smallest_gain"] == 0.0 and got["smallest_gain_step"] == 0.0
+    assert got["delta20_not_falling"] == 1  # the tie of the first row

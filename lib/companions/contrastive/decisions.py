@@ -1,81 +1,56 @@
-"""Decisions of the part's predictions over seeds: one value per run (run = seed), its mean and
-standard error, against a margin fixed in advance (:mod:`companions.stats` does the arithmetic).
+"""What the part's claims hand to the ledger: the measured values, shaped as their registered
+rules read them (:mod:`companions.claims` decides; nothing here computes a verdict).
 
-Each function returns ``(agrees, summary)``: ``agrees`` is ``True`` (reproduced), ``False``
-(differs) or ``None`` (inconclusive: fewer than two runs, or the interval straddles the margin),
-and ``summary`` is a small dict ``{"mean", "se", "n"}`` for the ledger's ``observed``.
+* :func:`finite` -- values per run, the runs that measured nothing (NaN) left out;
+* :func:`per_run` -- the same, or ``Undecided`` where fewer than two runs measured anything;
+* :func:`slopes_by_nsr` -- per NSR, one least-squares slope in ``eps_min`` per seed: what
+  ``Every(MeanAbove(0.0))`` (a statistic that grows with ``eps_min`` at every NSR) reads;
+* :func:`monte_carlo_rows` -- ``(estimate, standard error, exact)`` rows for ``WithinErrors``.
 """
 
 from __future__ import annotations
 
 import math
 
-from companions.stats import all_of, decide, mean_and_se, t_critical
+import torch
+
+from companions.claims import Undecided
+from companions.contrastive.metrics import trend_slopes
 
 
-def _values(values) -> list[float]:
-    xs = [float(v) for v in (values.tolist() if hasattr(values, "tolist") else values)]
-    return [x for x in xs if not math.isnan(x)]
+def finite(values) -> list[float]:
+    """``values`` (a tensor or a sequence, one per run) as floats, NaNs left out: a run that could
+    not measure the statistic (no pure neuron of one kind) is no evidence either way."""
+    xs = values.tolist() if hasattr(values, "tolist") else list(values)
+    return [float(x) for x in xs if not math.isnan(float(x))]
 
 
-def summary(values, digits: int = 4) -> dict:
-    """``{"mean", "se", "n"}`` of ``values`` (NaNs dropped; ``se`` is ``inf`` below two values)."""
-    xs = _values(values)
-    if not xs:
-        return {"mean": float("nan"), "se": float("inf"), "n": 0}
+def per_run(values, what: str = "runs"):
+    """:func:`finite` values per run for a rule decided over runs, or :class:`Undecided` naming
+    how many ``what`` measured the statistic when fewer than two did (a small preset, a run
+    without the neurons the statistic reads)."""
+    xs = finite(values)
     if len(xs) < 2:
-        return {"mean": round(xs[0], digits), "se": float("inf"), "n": 1}
-    m, se, n = mean_and_se(xs)
-    return {"mean": float(f"{m:.{digits}g}"), "se": float(f"{se:.{digits}g}"), "n": n}
+        return Undecided(f"{len(xs)} {what} measured it: deciding over runs needs two or more")
+    return xs
 
 
-def above(values, margin: float = 0.0, level: float = 0.95):
-    """Whether the mean of ``values`` exceeds ``margin``: ``decide`` with Student's t over the
-    runs."""
-    xs = _values(values)
-    if len(xs) < 2:
-        return None, summary(xs)
-    m, se, n = mean_and_se(xs)
-    return decide(m, se, n, margin, level), summary(xs)
+def slopes_by_nsr(values, eps_grid, nsr_grid, repeats: int) -> dict[str, list[float]]:
+    """``{"NSR <value>": [slope per seed]}``: for the runs of ``data.run_grid(eps_grid, nsr_grid,
+    repeats)`` (eps outermost, repeats innermost), each seed's least-squares slope of ``values``
+    against ``eps_min`` at each NSR (:func:`metrics.trend_slopes`)."""
+    slopes = trend_slopes(torch.as_tensor(values), eps_grid, len(nsr_grid), repeats)
+    return {f"NSR {float(v):g}": slopes[k].tolist() for k, v in enumerate(nsr_grid)}
 
 
-def below(values, margin: float = 0.0, level: float = 0.95):
-    """Whether the mean of ``values`` is below ``margin`` (``above`` of the negated values)."""
-    agrees, _ = above([-x for x in _values(values)], -margin, level)
-    return agrees, summary(values)
-
-
-def within(values, low: float, high: float, level: float = 0.95):
-    """Whether the mean of ``values`` lies in ``[low, high]``: ``True`` when its two-sided
-    interval (mean +- t se) lies inside, ``False`` when the interval misses the band, ``None``
-    otherwise."""
-    if not low < high:
-        raise ValueError(f"parameters 'low' = {low}, 'high' = {high}: expected low < high")
-    xs = _values(values)
-    if len(xs) < 2:
-        return None, summary(xs)
-    m, se, n = mean_and_se(xs)
-    half = t_critical(n - 1, level) * se
-    if low <= m - half and m + half <= high:
-        return True, summary(xs)
-    if m + half < low or m - half > high:
-        return False, summary(xs)
-    return None, summary(xs)
-
-
-def undecided(agrees, scale: str = "the paper scale (100 runs per setting)") -> str:
-    """The sentence an inconclusive claim's note ends with (empty when decided)."""
-    return "" if agrees is not None else f" Undecided at this scale; {scale} would decide."
-
-
-def trend(slopes, up: bool = True):
-    """ "Consistently increases (decreases) with eps_min", one reading for every experiment: at
-    every NSR, the mean over seeds of the per-seed least-squares slope is above (below) zero.
-    ``slopes``: ``(n_nsr, repeats)``. Returns ``(agrees, {"NSR k": summary})``; one NSR that
-    ``differs`` makes the whole ``differs``."""
-    verdicts, out = [], {}
-    for k, row in enumerate(slopes):
-        v, s = (above if up else below)(row, 0.0)
-        verdicts.append(v)
-        out[f"slope, NSR #{k}"] = s
-    return all_of(verdicts), out
+def monte_carlo_rows(estimates, ses, exact) -> list[tuple[float, float, float]]:
+    """Rows ``(estimate, se, exact)``, one per entry of the three (broadcast) inputs; a row whose
+    standard error is not positive is refused here, naming it, rather than by the rule."""
+    e, s, x = torch.broadcast_tensors(
+        *(torch.as_tensor(v, dtype=torch.float64) for v in (estimates, ses, exact))
+    )
+    rows = list(zip(e.flatten().tolist(), s.flatten().tolist(), x.flatten().tolist()))
+    for i, (_, se, _) in enumerate(rows):
+        if not se > 0:
+            raise ValueError(f"row {i} has a standard error {se}: it must be positive")
+    return rows

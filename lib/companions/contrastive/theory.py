@@ -318,6 +318,21 @@ def prune_rate(eta: float, alpha: float, eps_star: float, kappa_star: float) -> 
     return eta * alpha * eps_star * kappa_star
 
 
+def lemma_f2_margin(alpha: float, m: int, d: int, rho: float, p_star: float) -> float:
+    """The pruning term of (181), ``alpha m eps* (loglog d / d) / Xi_2^2``, with its ``Omega``
+    constant set to 1: ``Xi_2 = d^(C_m - rho^2) = m d^(-rho^2)`` (Theorem 3.1, ``m = d^C_m``) and
+    ``eps* loglog d / d``, the probability that a sample carries ``M_j*`` (Definition 3.1), read as
+    this generator's activation probability ``p_star``. Hence ``alpha p_star d^(2 rho^2) / m``:
+    the rise of ``E[1 - ell'_p]`` on D1 that Lemma F.2 says masking P brings, at the least."""
+    if not (0 < alpha <= 1 and m >= 1 and d >= 2 and 0 < rho <= 1 and 0 <= p_star <= 1):
+        raise ValueError(
+            f"lemma_f2_margin({alpha}, {m}, {d}, {rho}, {p_star}): expected 0 < alpha <= 1, "
+            "m >= 1, d >= 2, 0 < rho <= 1 and 0 <= p_star <= 1"
+        )
+    xi2 = m * d ** (-(rho**2))
+    return alpha * m * p_star / xi2**2
+
+
 def f4_times(eps_max: float, eps_star: float, rate: float) -> tuple[float, float]:
     """Steps for the minority coefficient to grow by ``eps_max / eps*`` at per-step rate ``rate``:
     F.4's linearised ``(eps_max/eps* - 1) / rate``, and the exact geometric
