@@ -468,3 +468,214 @@ def test_wrong_answers_are_the_answers_a_one_percent_off_notebook_would_export(
     assert untouched["answer_float"] == 1.5 and untouched["answer_int"] == 6 * 1.01
     with pytest.raises(assign.AssignmentError, match="answer_nothing"):
         assign.wrong_answers(exported, ["answer_nothing"], tmp_path / "x.json")
+
+
+# -- the operating-system sandbox -----------------------------------------------------------------
+#: The first cell of each attack: where the kernel runs (its process namespace), read back with the
+#: answers, so the test can look for any process of it left on the machine.
+PIDNS = 'import os\nanswer_pidns = os.readlink("/proc/self/ns/pid")'
+#: What an attack does with a notebook it got hold of (the solution, another student's): run the
+#: cells that set the answers, with the modules they use.
+COPY = """
+import json
+import sympy as sp
+import torch
+from companions.fourier import construction as fcon
+from companions.fourier import network as fnet
+
+
+def copy_answers(text):
+    for cell in json.loads(text)["cells"]:
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "code" and "answer_" in source:
+            exec(source, globals())
+"""
+#: name: (its code cells after PIDNS, what the note in its feedback says)
+ATTACKS = {
+    "fork bomb": (
+        ["import ctypes\nlibc = ctypes.CDLL(None)\nwhile True:\n    libc.fork()"],
+        "processes running",
+    ),
+    "infinite loop": (["while True:\n    pass", "answer_width = 6"], "time limit"),
+    "10 GiB": (
+        ["import numpy as np\nmemory = np.ones(10 * 2**30 // 8)\nanswer_width = memory.size"],
+        "ran out of memory",
+    ),
+    "solution search": (
+        [
+            COPY,
+            """
+            def candidates():
+                yield {solution!r}  # where the teacher keeps it, if the student knows
+                for top in ("/tmp", "/var/tmp", "/root", "/home", "/work", "/srv", "/opt"):
+                    for folder, subfolders, files in os.walk(top):
+                        subfolders[:] = [d for d in subfolders if d != "site-packages"]
+                        if folder.endswith("/solution") and "{chapter}.ipynb" in files:
+                            yield os.path.join(folder, "{chapter}.ipynb")
+
+            found = next((p for p in candidates() if os.path.exists(p)), {solution!r})
+            copy_answers(open(found).read())
+            """,
+        ],
+        "FileNotFoundError",
+    ),
+    "another student": ([COPY, "copy_answers(open({other!r}).read())"], "FileNotFoundError"),
+    "ctypes system": (
+        [
+            COPY,
+            """
+            import ctypes
+            ctypes.CDLL(None).system(b"cp {solution} stolen.ipynb; touch {outside}/ctypes")
+            copy_answers(open("stolen.ipynb").read())
+            """,
+        ],
+        "FileNotFoundError",
+    ),
+    "subprocess": (
+        [
+            COPY,
+            """
+            import subprocess
+            subprocess.run(["cp", {solution!r}, "stolen.ipynb"])
+            subprocess.run(["touch", "{outside}/subprocess"])
+            copy_answers(open("stolen.ipynb").read())
+            """,
+        ],
+        "refused",
+    ),
+    "socket": (
+        [
+            COPY,
+            """
+            import socket
+            with socket.create_connection(("127.0.0.1", {port})) as s:
+                copy_answers(s.makefile().read())
+            """,
+            # a Python that has no audit hook, started from native code
+            """
+            import ctypes, sys
+            fetch = (
+                "import socket; s = socket.create_connection(('127.0.0.1', {port})); "
+                "open('fetched.ipynb', 'w').write(s.makefile().read()); "
+                "open('{outside}/socket', 'w').write('x')"
+            )
+            ctypes.CDLL(None).system(f'{{sys.executable}} -c "{{fetch}}"'.encode())
+            copy_answers(open("fetched.ipynb").read())
+            """,
+        ],
+        "FileNotFoundError",
+    ),
+}
+#: The attacks that copy answers: unsandboxed, each scores full marks (so each is a real attack).
+COPIES = ("solution search", "another student", "ctypes system", "socket")
+
+
+class Accomplice:
+    """A server outside the sandbox that hands the solution notebook to whoever connects."""
+
+    def __init__(self, solution: Path):
+        import socketserver
+        import threading
+
+        self.connections = 0
+        text = solution.read_bytes()
+
+        class Handler(socketserver.StreamRequestHandler):
+            def handle(handler):
+                self.connections += 1
+                handler.wfile.write(text)
+
+        self.server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def processes_in(namespace: str) -> list[str]:
+    """The machine's processes in a process namespace (``pid:[...]``)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "ns" / "pid").readlink().name == namespace:
+                found.append(entry.name)
+        except OSError:
+            pass
+    return found
+
+
+def test_attacks_on_the_sandbox_score_nothing_and_leave_nothing(bundle, tmp_path):
+    """Each attack scores 0 with a note in its feedback, leaves no file outside its scratch folder
+    and no process behind; the copying ones score full marks without the sandbox."""
+    outside, folder = tmp_path / "outside", tmp_path / "class"
+    outside.mkdir()
+    folder.mkdir()
+    other = folder / "ann.ipynb"
+    other.write_bytes(bundle.solution.read_bytes())  # another student's (perfect) submission
+    accomplice = Accomplice(bundle.solution)
+    fields = dict(solution=str(bundle.solution), chapter=CHAPTER, other=str(other))
+    fields.update(outside=str(outside), port=accomplice.port)
+    notebooks = {
+        name: small_notebook(
+            folder / f"{name.replace(' ', '-')}.ipynb",
+            PIDNS,
+            *(textwrap.dedent(c).format(**fields) for c in cells),
+        )
+        for name, (cells, _) in ATTACKS.items()
+    }
+    try:
+        with assign.Grader(bundle.folder, time_limit=12, memory=3 << 30) as grader:
+            for name, notebook in notebooks.items():
+                kept = tmp_path / f"{notebook.stem}.json"
+                grade = grader.grade(notebook, keep_answers=kept)
+                assert grade.total == 0, (name, grade.table())
+                note = ATTACKS[name][1]
+                assert any(
+                    line.startswith("note:") and note in line
+                    for line in grade.feedback().splitlines()
+                ), (name, grade.feedback())
+                namespace = json.loads(kept.read_text())["answer_pidns"]["value"]
+                assert processes_in(namespace) == [], name
+        assert list(outside.iterdir()) == []
+        assert accomplice.connections == 0
+        with assign.Grader(bundle.folder, sandbox=False) as unsafe:  # the same copies, unsandboxed
+            for name in COPIES:
+                grade = unsafe.grade(notebooks[name])
+                assert grade.total == grade.max_total, (name, grade.table())
+        assert accomplice.connections == 1
+    finally:
+        accomplice.close()
+
+
+def test_the_sandbox_shows_the_environment_and_not_the_repository(tmp_path):
+    from tests.book.test_chapters import ROOT
+
+    shown = sandbox.exposed_paths()
+    for path in (ROOT, ROOT / "book", ROOT / "assignments", Path.home()):
+        assert not any(sandbox._within(str(path.resolve()), s) for s in shown), (path, shown)
+    assert any(sandbox._within(sandbox.__file__, s) for s in shown)  # the package, read-only
+    assert any(sandbox._within(sys.prefix, s) for s in shown)
+    with pytest.raises(sandbox.SandboxUnavailable, match="move it out"):
+        sandbox.check_hidden(Path(sys.prefix) / "assignments", "the assignment folder")
+
+
+def test_without_bubblewrap_grading_stops_unless_told_to_run_unsandboxed(
+    bundle, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setattr(sandbox, "_WORKS", set())
+    monkeypatch.setenv("PATH", str(Path(sys.executable).parent))  # python, but no bwrap
+    with pytest.raises(sandbox.SandboxUnavailable, match="apt-get install bubblewrap"):
+        assign.Grader(bundle.folder)
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    small_notebook(folder / "ann.ipynb", NUMBERS)
+    book = tmp_path / "gradebook.csv"
+    common = ["--bundle", str(bundle.folder.parent), "--gradebook", str(book)]
+    assert cli.main(["grade", CHAPTER, str(folder), *common]) == 2
+    assert "--no-sandbox" in capsys.readouterr().err and not book.exists()
+    assert cli.main(["grade", CHAPTER, str(folder), *common, "--no-sandbox"]) == 0
+    assert "warning: --no-sandbox" in capsys.readouterr().err
+    rows = list(csv.DictReader(book.open()))
+    assert [r["student"] for r in rows] == ["ann"] and "wrong" in rows[0]["status"]

@@ -22,6 +22,7 @@ as data, and the hidden tests run on them in a kernel that never runs student co
 
 from __future__ import annotations
 
+import builtins
 import dataclasses
 import json
 import re
@@ -542,66 +543,134 @@ def _bundle_folder(bundle) -> Path:
     return path.parent.parent if path.suffix == ".zip" else path
 
 
+#: Errors of a cell that met the sandbox's walls (a file not there, a folder read-only, no network).
+_OS_ERRORS = {
+    name
+    for name, value in vars(builtins).items()
+    if isinstance(value, type) and issubclass(value, OSError)
+} | {"gaierror", "herror", "UnsupportedOperation"}
+
+
 def _execute(
-    submission: Path, scratch: Path, time_limit: float, memory: int, dry_run: int | None = None
+    submission: Path,
+    scratch: Path,
+    time_limit: float,
+    memory: int,
+    dry_run: int | None = None,
+    *,
+    sandboxed: bool = True,
+    processes: int | None = None,
 ) -> list[str]:
     """Run the submission in its sandbox (a separate process group); the errors worth reporting.
     ``dry_run``: ``$COMPANIONS_DRY_RUN`` in the sandbox (each tracked loop keeps that many
-    steps)."""
+    steps). ``sandboxed``: inside the operating-system sandbox (:func:`sandbox.launch`), the only
+    writable folder ``scratch``, at most ``processes`` processes; else (``--no-sandbox``) on the
+    machine itself, with the audit hook and the time and memory limits only."""
     import os
     import signal
 
     from companions.book import sandbox
 
     scratch.mkdir(parents=True)
-    for sub in ("tmp", ".cache", ".config"):
+    for sub in ("tmp", ".cache", ".config", ".jupyter"):
         (scratch / sub).mkdir()
-    env = {k: os.environ[k] for k in sandbox.KEEP_ENV if k in os.environ}
-    env.update(
-        HOME=str(scratch),
-        TMPDIR=str(scratch / "tmp"),
-        MPLCONFIGDIR=str(scratch / ".config"),
-        IPYTHONDIR=str(scratch / ".ipython"),
-        JUPYTER_RUNTIME_DIR=str(scratch.parent / (scratch.name + "-runtime")),
-        PYTHONDONTWRITEBYTECODE="1",
-        MPLBACKEND="Agg",
-    )
+    inside = Path(sandbox.INSIDE_SCRATCH) if sandboxed else scratch
+    env = {
+        "TMPDIR": str(inside / "tmp"),
+        "MPLCONFIGDIR": str(inside / ".config"),
+        "IPYTHONDIR": str(inside / ".ipython"),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "MPLBACKEND": "Agg",
+    }
     if dry_run is not None:
         from companions.ledger import DRY_RUN_ENV
 
         env[DRY_RUN_ENV] = str(dry_run)
-    command = [sys.executable, str(Path(sandbox.__file__).resolve()), "run", str(submission)]
-    command += [str(scratch), "--time-limit", str(time_limit), "--memory", str(memory)]
-    process = subprocess.Popen(
-        command,
-        cwd=scratch.parent,
-        env=env,
+    report_file = scratch.parent / (scratch.name + "-" + sandbox.REPORT)
+    report_fd = os.open(report_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    command = [sys.executable, str(Path(sandbox.__file__).resolve()), "run"]
+    command += [sandbox.INSIDE_NOTEBOOK if sandboxed else str(submission), str(inside)]
+    command += ["--time-limit", str(time_limit), "--memory", str(memory)]
+    command += ["--report-fd", str(report_fd)]
+    common = dict(
+        stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,
+        pass_fds=(report_fd,),
     )
-    errors = []
     try:
-        # A kernel deaf to interrupts (native code, SIGINT ignored) is killed, its group with it.
+        if sandboxed:
+            processes = processes or sandbox.process_limit()
+            command += ["--kernel-dir", str(inside / ".jupyter"), "--processes", str(processes)]
+            if os.geteuid() == 0:  # the submission runs as an unprivileged user, never as root
+                command += ["--drop-to", str(sandbox.UNPRIVILEGED)]
+                for path in (scratch, *scratch.iterdir()):
+                    os.chown(path, sandbox.UNPRIVILEGED, sandbox.UNPRIVILEGED)
+            env["JUPYTER_RUNTIME_DIR"] = str(inside / ".jupyter" / "runtime")
+            process = sandbox.launch(
+                command,
+                scratch,
+                sandbox.inside_environment(env),
+                notebook=submission,
+                cwd=scratch.parent,
+                **common,
+            )
+        else:
+            env.update({k: os.environ[k] for k in sandbox.KEEP_ENV if k in os.environ})
+            env.update(
+                HOME=str(scratch),
+                JUPYTER_RUNTIME_DIR=str(scratch.parent / (scratch.name + "-runtime")),
+            )
+            process = subprocess.Popen(command, cwd=scratch.parent, env=env, **common)
+    finally:
+        os.close(report_fd)
+    errors = []
+
+    def kill() -> None:
+        if sandboxed:
+            sandbox.stop(process)
+        else:
+            os.killpg(process.pid, signal.SIGKILL)
+
+    try:
+        # A kernel deaf to interrupts (native code, SIGINT ignored) is killed, its group with it
+        # (in the sandbox, every process of the sandbox).
         output, _ = process.communicate(timeout=time_limit + sandbox.reserve_for(time_limit) + 20)
     except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.communicate()
+        kill()
+        try:
+            process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:  # something still holds its output open: leave it
+            pass
         return [f"stopped at the time limit ({time_limit:g} s)"]
     finally:
         if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-    report_file = scratch.parent / (scratch.name + "-" + sandbox.REPORT)
-    if process.returncode != 0 or not report_file.is_file():
+            kill()
+    text = report_file.read_text() if report_file.is_file() else ""
+    if process.returncode != 0 or not text:
         tail = output.decode(errors="replace").strip().splitlines()[-1:] if output else []
         return [f"the notebook could not be run (exit {process.returncode}) {' '.join(tail)}"]
-    report = json.loads(report_file.read_text())
+    report = json.loads(text)
     if report["timed_out"]:
         errors.append(f"stopped at the time limit ({time_limit:g} s)")
     if report["memory"]:
         errors.append(f"ran out of memory (limit {memory / 2**30:g} GiB)")
+    if report.get("processes"):
+        errors.append(
+            f"left {report['processes']} processes running (at most {processes} at once), "
+            "stopped with the sandbox"
+        )
     refused = [e for e in report["errors"] if "sandbox:" in e]
     errors += [f"refused: {e}" for e in refused[:3]]
+    walls = [e for e in report["errors"] if e.split(": ")[1:2] and e.split(": ")[1] in _OS_ERRORS]
+    walls = [e for e in walls if "sandbox:" not in e]
+    if walls and sandboxed:
+        errors += [f"system error: {e}" for e in walls[:3]]
+        errors.append(
+            "(a graded notebook reads only its own folder and the Python environment, writes "
+            "only in its own folder, and has no network)"
+        )
     return errors
 
 
@@ -627,9 +696,11 @@ class Grader:
     """One grading session of a chapter's class: the judge (a kernel that ran the solution once,
     and never runs student code) stays up while any number of submissions are graded.
 
-    :meth:`grade` executes a submitted notebook in its own scratch folder, under the time and
-    memory limits, with :mod:`companions.book.sandbox`'s audit hook; only its ``answer_*`` values
-    come back, as data, and :class:`companions.book.judge.Judge` runs the hidden tests on them.
+    :meth:`grade` executes a submitted notebook in the operating-system sandbox of
+    :mod:`companions.book.sandbox` (bubblewrap: its own scratch folder the only one it can write,
+    nothing of the machine's files but the Python environment, no network), under the time, memory
+    and process limits, with its audit hook; only its ``answer_*`` values come back, as data, and
+    :class:`companions.book.judge.Judge` runs the hidden tests on them.
     :meth:`grade_answers` judges answers exported earlier (``keep_answers=`` of :meth:`grade`), so
     a regrade need not run the notebook again. Use it as a context manager.
 
@@ -641,7 +712,14 @@ class Grader:
     :mod:`companions.train`): each tracked loop keeps its first ``dry_run`` steps, and a check
     that fails does not stop the notebook. A quick check that a bundle grades (the test suite
     grades each chapter's blank student notebook so); never for grading a class, whose answers
-    come from the whole run."""
+    come from the whole run.
+
+    ``sandbox=False`` runs each submission on the machine itself, with the teacher's access to
+    files and network (the audit hook and the limits only): unsafe, for notebooks the teacher
+    trusts. With the sandbox (the default), a machine where it cannot run raises
+    :class:`companions.book.sandbox.SandboxUnavailable` here, saying how to install it.
+    ``processes``: the most processes and threads a submission may run at once, in the sandbox
+    (default: :func:`companions.book.sandbox.process_limit`)."""
 
     def __init__(
         self,
@@ -651,6 +729,8 @@ class Grader:
         memory: int | None = None,
         judge_kernel=None,
         dry_run: int | None = None,
+        sandbox: bool = True,
+        processes: int | None = None,
     ):
         if dry_run is not None and (
             isinstance(dry_run, bool) or not isinstance(dry_run, int) or dry_run < 1
@@ -658,11 +738,17 @@ class Grader:
             raise ValueError(f"parameter 'dry_run' = {dry_run!r} must be None or an integer >= 1")
         self.dry_run = dry_run
         from companions.book import judge as judge_mod
+        from companions.book import sandbox as sandbox_mod
 
         self.folder = _bundle_folder(bundle).resolve()
         limits = limits_of(self.folder)
         self.time_limit = limits["time_limit"] if time_limit is None else time_limit
         self.memory = limits["memory"] if memory is None else memory
+        self.processes = processes or sandbox_mod.process_limit()
+        self.sandbox = sandbox
+        if sandbox:  # before anything is started: no silent fallback to an unsandboxed run
+            sandbox_mod.check_available()
+            sandbox_mod.check_hidden(self.folder, "the assignment folder")
         master = self.folder / "master.ipynb"
         solutions = sorted((self.folder / "solution").glob("*.ipynb"))
         if not master.is_file() or len(solutions) != 1:
@@ -713,11 +799,21 @@ class Grader:
             check_submission(submission, self.chapter, self.tests)
         except BadSubmission as error:
             return self._grade(None, submission, [f"bad submission: {error}"], judged=False)
+        if self.sandbox:
+            from companions.book import sandbox as sandbox_mod
+
+            sandbox_mod.check_hidden(submission.resolve().parent, "the submission's folder")
         judge = self._judge_started()
         self._count += 1
         scratch = Path(self._tmp.name) / f"s{self._count}"
         errors += _execute(
-            submission.resolve(), scratch, self.time_limit, self.memory, self.dry_run
+            submission.resolve(),
+            scratch,
+            self.time_limit,
+            self.memory,
+            self.dry_run,
+            sandboxed=self.sandbox,
+            processes=self.processes,
         )
         answers = scratch / "answers.json"
         try:
@@ -767,11 +863,12 @@ def grade_class(
     time_limit: float | None = None,
     memory: int | None = None,
     on_grade=None,
+    sandbox: bool = True,
 ) -> list[Grade]:
     """Grade submissions of one chapter in one :class:`Grader` session (the solution runs once);
-    ``on_grade(grade)`` is called after each."""
+    ``on_grade(grade)`` is called after each. ``sandbox=False``: see :class:`Grader` (unsafe)."""
     grades = []
-    with Grader(bundle, time_limit=time_limit, memory=memory) as grader:
+    with Grader(bundle, time_limit=time_limit, memory=memory, sandbox=sandbox) as grader:
         for submission in submissions:
             grades.append(grader.grade(submission))
             if on_grade is not None:

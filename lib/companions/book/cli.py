@@ -473,11 +473,27 @@ def cmd_grade(args: argparse.Namespace) -> int:
     if not target.exists():
         print(f"error: submission {args.submission!r} does not exist", file=sys.stderr)
         return 2
-    limits = {}
+    limits = {"sandbox": not args.no_sandbox}
     if args.time_limit is not None:
         limits["time_limit"] = args.time_limit
     if args.memory is not None:
         limits["memory"] = int(args.memory * 2**30)
+    if args.no_sandbox:
+        print(
+            "warning: --no-sandbox: every submission runs with your own access to files and "
+            "network; grade only notebooks you trust this way",
+            file=sys.stderr,
+        )
+    else:
+        from companions.book import sandbox
+
+        try:  # before any gradebook row: grading never falls back to running unsandboxed
+            sandbox.check_available()
+            sandbox.check_hidden(folder, "the assignment folder")
+            sandbox.check_hidden(target if target.is_dir() else target.parent, "the submissions")
+        except sandbox.SandboxUnavailable as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 2
     if target.is_file():
         result = assign.grade(folder, target, out_dir=args.out, **limits)
         print(result.table())
@@ -714,7 +730,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_grd = sub.add_parser(
         "grade",
         help="grade a submitted notebook, or a folder of them (a gradebook CSV): each runs "
-        "sandboxed, and only its answers are judged, in a kernel that never runs student code",
+        "in an operating-system sandbox (bubblewrap), and only its answers are judged, in a "
+        "kernel that never runs student code",
     )
     p_grd.add_argument("chapter", help="chapter id")
     p_grd.add_argument("submission", help="the student's .ipynb, or a folder of submissions")
@@ -745,6 +762,13 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=None,
         help="GiB of memory per submission (default: the assignment's, else 4)",
+    )
+    p_grd.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="UNSAFE: run each submission without the operating-system sandbox (bubblewrap), with "
+        "your own access to files and network; only for notebooks you trust, such as your own "
+        "tests",
     )
     p_grd.set_defaults(func=cmd_grade)
 

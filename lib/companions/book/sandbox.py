@@ -1,7 +1,16 @@
-"""Running an untrusted notebook: its own scratch folder, a wall-clock limit, a memory limit, and an
-audit hook that refuses the ordinary ways Python code writes, deletes or starts processes outside
-that folder. Only the answers leave: the last cell serialises the ``answer_*`` names as plain data
-(:data:`DUMP_CELL`), which :mod:`companions.book.judge` reads back as untrusted JSON.
+"""Running an untrusted notebook. The notebook's kernel and the driver that executes it run inside
+an operating-system sandbox (bubblewrap, :func:`launch`): Linux namespaces in which the submission
+sees its own scratch folder (the only thing it can write), the Python environment and the system's
+``/usr`` read-only, and nothing else of the machine: no assignment folder, no solutions, no other
+submission, no home folder, no network; it runs under a time limit, a memory limit and a limit on
+its processes. Only the answers leave: the last cell serialises the ``answer_*`` names as plain
+data (:data:`DUMP_CELL`), which :mod:`companions.book.judge` reads back as untrusted JSON.
+
+Inside it, an audit hook also refuses the ordinary ways Python code writes outside that folder or
+starts processes, so that such a submission gets a clear error (and the gradebook a note) rather
+than a silent failure. Without the sandbox (``--no-sandbox``, for a teacher's own notebooks), the
+hook and the limits are all there is: native code (``ctypes``) steps around the hook, and reading
+files is allowed.
 
 Two entry points, both run as ``python .../sandbox.py`` (the file, not ``-m``: importing the
 package would import torch, seconds a small notebook need not spend):
@@ -9,12 +18,10 @@ package would import torch, seconds a small notebook need not spend):
 - ``kernel --scratch DIR --memory BYTES -f CONNECTION_FILE``: an IPython kernel that first sets the
   memory limit (``RLIMIT_AS``) and installs the audit hook (which cannot be removed from Python),
   then serves the notebook. The kernelspec that :func:`run_notebook` writes starts it.
-- ``run NOTEBOOK SCRATCH --time-limit S --memory BYTES``: executes the notebook's code cells in that
-  kernel (nbclient, errors allowed, a cell over the remaining time interrupted) and writes
-  ``SCRATCH/answers.json`` and ``SCRATCH/report.json``.
-
-What this does not stop: native code (a C extension, ``ctypes``) does not pass through the audit
-hook, and reading files is allowed. The README says so, and how to grade in a container instead.
+- ``run NOTEBOOK SCRATCH --time-limit S --memory BYTES --report-fd FD``: executes the notebook's
+  code cells in that kernel (nbclient, errors allowed, a cell over the remaining time interrupted),
+  writes ``SCRATCH/answers.json`` and the report (JSON) to the file descriptor ``FD``, which the
+  grader opened outside the sandbox and the kernel never inherits.
 """
 
 from __future__ import annotations
@@ -194,6 +201,317 @@ def serve_kernel(argv: list[str]) -> None:
     kernelapp.launch_new_instance(argv=rest)
 
 
+# -- the operating-system sandbox (the grader's side) ---------------------------------------------
+#: Where the scratch folder is, inside the sandbox: the submission's working directory and ``HOME``.
+INSIDE_SCRATCH = "/scratch"
+#: Where the submitted notebook is, inside the sandbox (a read-only copy).
+INSIDE_NOTEBOOK = "/grading/submission.ipynb"
+#: The user a submission runs as when the grader is root (``nobody`` on Debian, Ubuntu, Fedora):
+#: never root, so that the limit on processes holds (Linux does not apply it to root).
+UNPRIVILEGED = 65534
+#: What to do when bubblewrap is missing.
+INSTALL = (
+    "install bubblewrap ('apt-get install bubblewrap' on Debian or Ubuntu, 'dnf install "
+    "bubblewrap' on Fedora), or grade with --no-sandbox, which runs every submission with the "
+    "teacher's own access to files and network (unsafe: only for notebooks you trust)"
+)
+
+
+#: Folders of the system shown read-only besides ``/usr`` (links into it where ``/usr`` is merged).
+_SYSTEM_DIRS = tuple(
+    d for d in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32") if os.path.isdir(d)
+)
+#: Single system files a program may need: the dynamic linker's cache, the time zone.
+_SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/localtime")
+
+
+class SandboxUnavailable(RuntimeError):
+    """The operating-system sandbox cannot run here (bubblewrap missing, user namespaces refused),
+    or would show a submission what it must not see. Grading stops: there is no silent fallback."""
+
+
+def process_limit() -> int:
+    """Processes and threads a submission may have at once (``RLIMIT_NPROC``, counted in the
+    sandbox's own user namespace, so the teacher's other processes do not count). The driver, the
+    kernel and their threads fit (21 for a chapter at smoke scale on 2 cores; torch and BLAS start
+    about one thread per core); a fork bomb stops there."""
+    return 64 + 4 * (os.cpu_count() or 1)
+
+
+def bwrap() -> str:
+    """The bubblewrap executable, else :class:`SandboxUnavailable` saying how to install it."""
+    import shutil
+
+    found = shutil.which("bwrap")
+    if found is None:
+        raise SandboxUnavailable(
+            f"grading needs bubblewrap ('bwrap'), which is not on PATH: {INSTALL}"
+        )
+    return found
+
+
+_ENVIRONMENT = """
+import importlib.util, json, os, sys
+spec = importlib.util.find_spec("companions")
+print(json.dumps([sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
+                  os.path.dirname(os.path.realpath(sys.executable)), *sys.path,
+                  *((spec.submodule_search_locations or []) if spec else [])]))
+"""
+
+
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+_PATHS: dict[str, tuple[str, ...]] = {}
+
+
+def environment_paths(python: str | None = None) -> tuple[str, ...]:
+    """The folders a submission's Python needs, read-only: its prefix (the virtual environment),
+    the installation it points at, its ``sys.path`` (site-packages and what ``.pth`` files add,
+    such as an editable install's source folder) and the folder of the ``companions`` package, as
+    a fresh ``python -I`` of the environment sees them (so nothing of the grader's own
+    ``PYTHONPATH`` or working directory), resolved, those inside another left out."""
+    import subprocess
+
+    python = python or sys.executable
+    if python not in _PATHS:
+        done = subprocess.run(
+            [python, "-I", "-c", _ENVIRONMENT], capture_output=True, text=True, check=True
+        )
+        found = sorted({os.path.realpath(p) for p in json.loads(done.stdout) if os.path.exists(p)})
+        _PATHS[python] = tuple(p for p in found if not any(_within(p, q) for q in found if q != p))
+    return _PATHS[python]
+
+
+def exposed_paths(python: str | None = None) -> tuple[str, ...]:
+    """Every host folder a submission can read: ``/usr`` (with ``/bin``, ``/lib`` ...) and
+    :func:`environment_paths`."""
+    return ("/usr", *_SYSTEM_DIRS, *environment_paths(python))
+
+
+def check_hidden(path: str | os.PathLike, what: str, python: str | None = None) -> None:
+    """:class:`SandboxUnavailable` if ``path`` (an assignment folder, a class folder) lies in a
+    folder the sandbox shows to every submission, or if such a folder holds the home folder."""
+    resolved = os.path.realpath(path)
+    home = os.path.realpath(os.path.expanduser("~"))
+    for shown in exposed_paths(python):
+        if shown == "/" or _within(home, shown):
+            raise SandboxUnavailable(
+                f"the Python environment includes {shown}, which holds the home folder {home}: "
+                "the sandbox would show it to every submission; install the environment elsewhere"
+            )
+        if _within(resolved, shown):
+            raise SandboxUnavailable(
+                f"{what} {resolved} lies inside {shown}, which the sandbox shows (read-only) to "
+                "every submission: move it out"
+            )
+
+
+def _text_fd(text: str) -> int:
+    """A pipe's reading end, holding ``text`` (bubblewrap copies it into the sandbox)."""
+    read, write = os.pipe()
+    os.write(write, text.encode())
+    os.close(write)
+    return read
+
+
+def _arguments(scratch: Path, env: dict, notebook_fd: int | None, uid: int) -> tuple[list, list]:
+    """bubblewrap's arguments (without its executable) and the descriptors they name."""
+    args = ["--unshare-all", "--unshare-user", "--die-with-parent", "--new-session", "--as-pid-1"]
+    fds: list[int] = []
+    args += ["--ro-bind", "/usr", "/usr"]
+    for d in _SYSTEM_DIRS:
+        if os.path.islink(d):
+            args += ["--symlink", os.readlink(d), d]
+        else:
+            args += ["--ro-bind", d, d]
+    for f in _SYSTEM_FILES:
+        args += ["--ro-bind-try", f, f]
+    passwd = f"root:x:0:0::/:/usr/sbin/nologin\nstudent:x:{uid}:{uid}::{INSIDE_SCRATCH}:/bin/sh\n"
+    for name, text in (("passwd", passwd), ("group", f"root:x:0:\nstudent:x:{uid}:\n")):
+        fds.append(_text_fd(text))
+        args += ["--perms", "0444", "--ro-bind-data", str(fds[-1]), f"/etc/{name}"]
+    args += ["--proc", "/proc", "--dev", "/dev"]
+    mounted, made = ["/usr", *_SYSTEM_DIRS], set()
+    for path in environment_paths():
+        if any(_within(path, m) for m in mounted):
+            continue
+        # bubblewrap makes the folders above a mount as the host has them (/root: 0700); open them
+        for parent in reversed(Path(path).parents[:-1]):
+            if str(parent) not in made and not any(_within(str(parent), m) for m in mounted):
+                args += ["--perms", "0755", "--dir", str(parent)]
+                made.add(str(parent))
+        args += ["--ro-bind", path, path]
+        mounted.append(path)
+    args += ["--bind", str(scratch), INSIDE_SCRATCH]
+    if notebook_fd is not None:
+        args += ["--perms", "0444", "--ro-bind-data", str(notebook_fd), INSIDE_NOTEBOOK]
+    # no --chdir: bubblewrap has dropped its capabilities by then, and as root the scratch folder
+    # belongs to UNPRIVILEGED; the command goes there itself
+    args += ["--remount-ro", "/dev", "--remount-ro", "/", "--clearenv"]
+    for key, value in env.items():
+        args += ["--setenv", key, value]
+    return args, fds
+
+
+def launch(
+    command: list[str],
+    scratch: Path,
+    env: dict,
+    *,
+    notebook: Path | None = None,
+    pass_fds: tuple = (),
+    **popen,
+):
+    """Start ``command`` (an executable the sandbox shows, such as the environment's Python, and
+    its arguments) in the sandbox: ``scratch`` its only writable folder (at
+    :data:`INSIDE_SCRATCH`), ``notebook`` copied read-only to :data:`INSIDE_NOTEBOOK`, ``env`` its
+    whole environment; ``pass_fds`` and ``popen`` go to ``subprocess.Popen``, which is returned.
+
+    As root, the sandbox's user namespace maps root (for bubblewrap's set-up, which reads the
+    environment where the host's permissions allow only root, such as ``/root/.pyenv``) and
+    :data:`UNPRIVILEGED`, which the command must become (``run --drop-to``) before it runs anything
+    of the submission. Otherwise the command runs as the teacher's own user, without capabilities,
+    in a user namespace of its own."""
+    import subprocess
+
+    root = os.geteuid() == 0
+    notebook_fd = os.open(notebook, os.O_RDONLY) if notebook is not None else None
+    args, fds = _arguments(scratch, env, notebook_fd, UNPRIVILEGED if root else os.getuid())
+    if notebook_fd is not None:
+        fds.append(notebook_fd)
+    if root:
+        info_read, info_write = os.pipe()
+        block_read, block_write = os.pipe()
+        fds += [info_write, block_read]
+        caps = ["--cap-drop", "ALL"]  # then only what --drop-to needs
+        for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_SYS_RESOURCE"):
+            caps += ["--cap-add", cap]
+        args = [*caps, "--userns-block-fd", str(block_read), "--info-fd", str(info_write), *args]
+    else:
+        args = ["--disable-userns", *args]
+    try:
+        process = subprocess.Popen(
+            [bwrap(), *args, "--", *command], pass_fds=(*fds, *pass_fds), **popen
+        )
+    finally:
+        for fd in fds:
+            if not root or fd not in (info_write, block_read):
+                os.close(fd)
+    if root:
+        os.close(info_write)
+        os.close(block_read)
+        try:
+            with os.fdopen(info_read, "rb") as info:
+                text = info.read()  # bubblewrap closes it once it has written
+            if text:
+                child = json.loads(text)["child-pid"]
+                maps = f"0 0 1\n{UNPRIVILEGED} {UNPRIVILEGED} 1\n"
+                for kind in ("uid", "gid"):
+                    with open(f"/proc/{child}/{kind}_map", "w") as f:
+                        f.write(maps)
+        finally:
+            os.write(block_write, b"1")
+            os.close(block_write)
+    return process
+
+
+def inside_environment(extra: dict | None = None) -> dict:
+    """The environment of a sandboxed submission: the locale and thread settings of the grader's,
+    the Python environment's ``bin`` first on ``PATH``, the scratch folder as ``HOME``."""
+    env = {
+        k: os.environ[k] for k in KEEP_ENV if k in os.environ and k not in ("PATH", "PYTHONPATH")
+    }
+    env["PATH"] = f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin"
+    env["HOME"] = INSIDE_SCRATCH
+    env["USER"] = env["LOGNAME"] = "student"
+    env.update(extra or {})
+    return env
+
+
+_WORKS: set[str] = set()
+
+
+def check_available(python: str | None = None) -> None:
+    """:class:`SandboxUnavailable`, with the reason, unless the environment's Python starts in the
+    sandbox here (bubblewrap installed, user namespaces allowed). Checked once per process."""
+    import subprocess
+    import tempfile
+
+    python = python or sys.executable
+    if python in _WORKS:
+        return
+    bwrap()
+    with tempfile.TemporaryDirectory(prefix="sandbox-check-") as scratch:
+        if os.geteuid() == 0:
+            os.chown(scratch, UNPRIVILEGED, UNPRIVILEGED)
+        command = [python, str(Path(__file__).resolve()), "check", INSIDE_SCRATCH]
+        command += _drop_arguments()
+        process = launch(
+            command,
+            Path(scratch),
+            inside_environment(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        output, _ = process.communicate(timeout=120)
+    if process.returncode != 0:
+        raise SandboxUnavailable(
+            "the sandbox (bubblewrap) could not start Python here: "
+            + output.decode(errors="replace").strip()[-600:]
+        )
+    _WORKS.add(python)
+
+
+def _drop_arguments() -> list[str]:
+    """``run``'s arguments that make it drop root (when the grader is root)."""
+    return ["--drop-to", str(UNPRIVILEGED)] if os.geteuid() == 0 else []
+
+
+def drop_privileges(uid: int) -> None:
+    """Inside the sandbox, as the namespace's root: forbid further user namespaces, then become
+    ``uid`` for good (no capability is left). Changing user clears the signal bubblewrap's
+    ``--die-with-parent`` set up (``PR_SET_PDEATHSIG``): it is set again, so that this process,
+    and with it the sandbox, dies when bubblewrap does."""
+    import ctypes
+    import signal
+
+    with open("/proc/sys/user/max_user_namespaces", "w") as f:
+        f.write("0")
+    os.setgroups([])
+    os.setgid(uid)
+    os.setuid(uid)
+    if ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL) != 0:  # PR_SET_PDEATHSIG
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG)")
+
+
+def stop(process) -> None:
+    """Kill a sandbox that :func:`launch` started, whatever it does: bubblewrap's child (the first
+    process of the sandbox's process namespace, whose death ends every process in it) and
+    bubblewrap's process group."""
+    import signal
+
+    children = []
+    for entry in os.listdir("/proc"):
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text() if entry.isdigit() else ""
+        except OSError:
+            continue
+        if stat and int(stat.rsplit(")", 1)[1].split()[1]) == process.pid:
+            children.append(int(entry))
+    for pid in children:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
 # -- the driver's side ---------------------------------------------------------------------------
 def _kernelspec(folder: Path, scratch: Path, memory: int) -> str:
     name = "companions-sandbox"
@@ -213,9 +531,20 @@ def reserve_for(time_limit: float) -> float:
     return min(30.0, max(5.0, time_limit / 10))
 
 
-def run_notebook(notebook: Path, scratch: Path, time_limit: float, memory: int) -> dict:
+def run_notebook(
+    notebook: Path,
+    scratch: Path,
+    time_limit: float,
+    memory: int,
+    *,
+    kernel_dir: Path | None = None,
+    count_processes: bool = False,
+) -> dict:
     """Execute a submission's code cells then :data:`DUMP_CELL` in a sandboxed kernel; the report
-    says which cells failed and whether time or memory ran out. Runs in the driver process."""
+    says which cells failed and whether time or memory ran out. Runs in the driver process.
+    ``kernel_dir``: where the kernelspec and the kernel's connection file go (default: beside the
+    scratch folder). ``count_processes`` (in the sandbox, whose ``/proc`` shows its own processes
+    only): the report's ``processes`` counts those still running at the end besides the kernel."""
     import nbformat
     from nbclient import NotebookClient
 
@@ -227,11 +556,11 @@ def run_notebook(notebook: Path, scratch: Path, time_limit: float, memory: int) 
     ]
     nb.cells.append(nbformat.v4.new_code_cell(DUMP_CELL))
     reserve = reserve_for(time_limit)
-    spec_dir = scratch.parent / (scratch.name + "-kernelspec")
+    spec_dir = kernel_dir or scratch.parent / (scratch.name + "-kernelspec")
     os.environ["JUPYTER_PATH"] = str(spec_dir)
     kernel = _kernelspec(spec_dir, scratch, memory)
     report = {"cells": len(nb.cells) - 1, "errors": [], "timed_out": False, "memory": False}
-    report["skipped"] = 0
+    report["skipped"] = report["processes"] = 0
 
     def remaining(cell) -> int:
         left = time_limit - (time.monotonic() - start)
@@ -257,6 +586,11 @@ def run_notebook(notebook: Path, scratch: Path, time_limit: float, memory: int) 
                 break
             client.execute_cell(cell, i)
         client.execute_cell(nb.cells[-1], len(nb.cells) - 1)
+        if count_processes:
+            ours = {1, os.getpid(), getattr(client.km.provisioner, "pid", None)}
+            report["processes"] = sum(
+                1 for p in os.listdir("/proc") if p.isdigit() and int(p) not in ours
+            )
     for i, cell in enumerate(nb.cells[:-1]):
         for output in cell.get("outputs", []):
             if output.get("output_type") == "error":
@@ -268,6 +602,17 @@ def run_notebook(notebook: Path, scratch: Path, time_limit: float, memory: int) 
     return report
 
 
+def limit_processes(count: int) -> None:
+    """At most ``count`` processes and threads of this user, in this (the sandbox's) user
+    namespace, from now on: a ``fork`` or a new thread beyond fails."""
+    import resource
+
+    _, hard = resource.getrlimit(resource.RLIMIT_NPROC)
+    if hard != resource.RLIM_INFINITY:
+        count = min(count, hard)
+    resource.setrlimit(resource.RLIMIT_NPROC, (count, count))
+
+
 def main(argv: list[str] | None = None) -> int:
     if __name__ == "__main__" and sys.path and Path(sys.path[0]).resolve() == Path(__file__).parent:
         sys.path.pop(0)  # run as a file: its folder's modules (answers, cli ...) are not top-level
@@ -277,16 +622,39 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m companions.book.sandbox run")
-    parser.add_argument("command", choices=["run"])
-    parser.add_argument("notebook")
-    parser.add_argument("scratch")
+    parser = argparse.ArgumentParser(prog="python -m companions.book.sandbox")
+    parser.add_argument("command", choices=["run", "check"])
+    parser.add_argument("paths", nargs="+", help="run: NOTEBOOK SCRATCH; check: SCRATCH")
     parser.add_argument("--time-limit", type=float, default=600)
     parser.add_argument("--memory", type=int, default=4 << 30)
+    parser.add_argument("--report-fd", type=int, default=None, help="where the report goes")
+    parser.add_argument("--kernel-dir", default=None, help="the kernelspec's and runtime's folder")
+    parser.add_argument("--processes", type=int, default=None, help="RLIMIT_NPROC (in a sandbox)")
+    parser.add_argument("--drop-to", type=int, default=None, help="in a sandbox: become this uid")
     args = parser.parse_args(argv)
-    scratch = Path(args.scratch).resolve()
-    report = run_notebook(Path(args.notebook), scratch, args.time_limit, args.memory)
-    (scratch.parent / (scratch.name + "-" + REPORT)).write_text(json.dumps(report))
+    if args.drop_to is not None:
+        drop_privileges(args.drop_to)
+    if args.processes is not None:  # in the sandbox
+        if os.getuid() == 0:  # Linux does not limit root's processes: never run a submission so
+            parser.error("in the sandbox, run as root needs --drop-to")
+        limit_processes(args.processes)
+    os.chdir(args.paths[-1])
+    if args.command == "check":  # the scratch folder is writable
+        Path("check").write_text("ok")
+        Path("check").unlink()
+        return 0
+    if len(args.paths) != 2 or args.report_fd is None:
+        parser.error("run needs NOTEBOOK, SCRATCH and --report-fd")
+    report = run_notebook(
+        Path(args.paths[0]),
+        Path(args.paths[1]).resolve(),
+        args.time_limit,
+        args.memory,
+        kernel_dir=Path(args.kernel_dir) if args.kernel_dir else None,
+        count_processes=args.processes is not None,
+    )
+    with os.fdopen(args.report_fd, "w") as f:
+        json.dump(report, f)
     return 0
 
 
