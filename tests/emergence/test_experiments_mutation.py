@@ -11,7 +11,7 @@ from fractions import Fraction
 import pytest
 import torch
 
-from companions.emergence import analysis, baselines, data, experiments
+from companions.emergence import analysis, baselines, data, experiments, theory
 from companions.emergence import network as net
 
 F64 = torch.float64
@@ -358,9 +358,25 @@ def test_fixed_feature_comparison_calls(monkeypatch):
     assert (c["m"], c["steps"], c["batch"], c["seed"]) == (2, 7, 5, 1050)
     assert c["methods"] == ("network", "network-theory", "rf", "ntk")
     assert c["eval_every"] == 3 and c["progress"] is False and c["train_dtype"] == torch.float32
-    kr = baselines.rbf_kernel_ridge(x[:12], y[:12], xt, yt)
-    ku = baselines.rbf_kernel_ridge(x[:12], y[:12], xu, yu)
-    assert out["kernel"] == {"train": kr["train"], "test": kr["test"], "uniform part": ku["test"]}
+    for name, kernel in (("kernel", "rbf"), ("laplace", "laplace")):
+        kr = baselines.kernel_ridge(
+            x[:12], y[:12], {"test": (xt, yt), "uniform part": (xu, yu)}, kernel
+        )
+        got = out[name]
+        assert (got["train"], got["test"], got["uniform part"]) == (
+            kr["train"],
+            kr["test"],
+            kr["uniform part"],
+        )
+        # Corollary 2.3's explicit form: eps = ||f||_H sqrt(c_k), the bounds, the hinge per point
+        c_k = theory.radial_walsh_coefficient(kernel, 6, 3, 1 / float(dist.sigma2), kr["bandwidth"])
+        assert got["c_k"] == pytest.approx(c_k) and got["rkhs_norm"] == pytest.approx(
+            kr["rkhs_norm"]
+        )
+        assert got["eps"] == pytest.approx(kr["rkhs_norm"] * c_k**0.5)
+        assert got["bound_mixture"] == pytest.approx(0.5 * (1 - got["eps"]))
+        hinge = (1 - yt * kr["test outputs"]).clamp(min=0)
+        assert torch.allclose(got["hinge"], hinge) and got["hinge"].shape == (20,)
     experiments.fixed_feature_comparison(10, 6, 3, 2, 30, 20, 7, 5, 12, seed=1)
     assert rec.calls[-1]["eval_every"] == 10 and rec.calls[-1]["train_dtype"] is None
 
@@ -399,38 +415,64 @@ def test_structure_pair_calls(monkeypatch):
     assert rec.calls[-1]["eval_every"] == 10 and rec.calls[-2]["train_dtype"] is None
 
 
-def test_repeated_table_runs_and_mean_over_seeds(monkeypatch):
-    calls = []
-
-    def table_run(dist, free, n, n_test, m, steps, batch, seed, **kw):
-        calls.append((dist, free, n, n_test, m, steps, batch, seed, kw))
-        return {"x": (1.0 * seed, 2.0), "m": float(len(calls))}
-
-    monkeypatch.setattr(experiments, "table_run", table_run)
-    made = []
+def test_repeated_table_runs_stacks_the_seeds_and_gets_what_they_get_one_by_one():
+    """The seeds' trainings run stacked (vectorised), each with its own distribution, data,
+    initialisation and minibatches: the same numbers as table_run seed by seed, in float64."""
 
     def make(g):
-        made.append(torch.randint(10**6, (1,), generator=g).item())
-        return data.parity_mixture(8, 6, 3, Fraction(1, 2), _gen(len(made)))
+        return data.parity_mixture(8, 6, 3, Fraction(1, 2), g)
 
-    out = experiments.repeated_table_runs(
-        make, 30, 20, 2, 7, 5, seeds=3, seed=4, negative_fraction=0.6, probe_steps=2,
-        class_weighted=True, train_dtype=torch.float32,
-    )  # fmt: skip
-    want = [torch.randint(10**6, (1,), generator=_gen(4 + 1000 * s + 17)).item() for s in range(3)]
-    assert made == want and len(out) == 3
-    for s, (dist, free, n, n_test, m, steps, batch, seed, kw) in enumerate(calls):
-        assert free.kind == "uniform" and free.A == dist.A and free.M is dist.M
-        assert (n, n_test, m, steps, batch, seed) == (30, 20, 2, 7, 5, 4 + 100 * s)
-        assert kw == dict(
-            device="cpu", negative_fraction=0.6, probe_steps=2, class_weighted=True,
-            train_dtype=torch.float32,
-        )  # fmt: skip
-    assert experiments.mean_over_seeds(out) == {"x": ((4.0 + 104 + 204) / 3, 2.0), "m": 2.0}
+    kw = dict(negative_fraction=0.6, probe_steps=3, class_weighted=True, train_dtype=F64)
+    out = experiments.repeated_table_runs(make, 30, 20, 2, 7, 5, seeds=3, seed=4, **kw)
+    assert len(out) == 3
+    for s, got in enumerate(out):
+        dist = make(_gen(4 + 1000 * s + 17))
+        free = data.without_structure(dist)
+        want = experiments.table_run(dist, free, 30, 20, 2, 7, 5, 4 + 100 * s, **kw)
+        assert set(got) == set(want)
+        for key, value in want.items():
+            assert got[key] == pytest.approx(value, rel=1e-9, abs=1e-12, nan_ok=True), key
+    # the seeds differ: their own distributions and data
+    assert out[0]["majority"] != out[1]["majority"] or out[0]["rf"] != out[1]["rf"]
+
+
+def test_mean_over_seeds_averages_every_entry():
+    runs = [
+        {"x": (4.0, 2.0), "m": 1.0},
+        {"x": (104.0, 2.0), "m": 2.0},
+        {"x": (204.0, 2.0), "m": 3.0},
+    ]
+    assert experiments.mean_over_seeds(runs) == {"x": ((4.0 + 104 + 204) / 3, 2.0), "m": 2.0}
     assert experiments.mean_over_seeds([{"a": (1.0,), "b": 3.0}]) == {"a": (1.0,), "b": 3.0}
-    experiments.repeated_table_runs(make, 30, 20, 2, 7, 5, seeds=1)
-    assert calls[-1][7] == 0 and calls[-1][8]["negative_fraction"] is None
-    assert calls[-1][8]["probe_steps"] is None and calls[-1][8]["class_weighted"] is False
+
+
+def test_run_methods_stacked_equals_one_by_one():
+    """Two runs stacked along a leading axis: every method's accuracies, cosines, curves and
+    trained parameters are those of the two runs made one by one (float64)."""
+    dists = [data.parity_mixture(10, 6, 3, Fraction(1, 2), _gen(s)) for s in (1, 2)]
+    samples = [[t for t in d.sample(40, _gen(10 + i))[:2]] for i, d in enumerate(dists)]
+    tests = [[t for t in d.sample(20, _gen(20 + i))[:2]] for i, d in enumerate(dists)]
+    x, y = (torch.stack(t) for t in zip(*samples))
+    xt, yt = (torch.stack(t) for t in zip(*tests))
+    methods = ("network", "network-theory", "rf", "ntk", "one-step", "two-step")
+    kw = dict(methods=methods, eval_every=3, progress=False, probe_steps=4)
+    stacked = experiments.run_methods(dists, x, y, {"test": (xt, yt)}, 3, 9, 7, [5, 6], **kw)
+    for s in range(2):
+        one = experiments.run_methods(
+            dists[s], x[s], y[s], {"test": (xt[s], yt[s])}, 3, 9, 7, 5 + s, **kw
+        )
+        for method in methods:
+            for key in ("train", "test", "cos"):
+                assert stacked[s][method][key] == pytest.approx(
+                    one[method][key], rel=1e-9, nan_ok=True
+                ), (method, key)
+        for method in ("network", "rf", "ntk"):
+            assert stacked[s][method]["curve"] == one[method]["curve"]
+        assert torch.allclose(stacked[s]["network"]["params"].W, one["network"]["params"].W)
+        assert torch.allclose(stacked[s]["p2"].a, one["p2"].a, rtol=1e-9, atol=0)
+        assert stacked[s]["one-step"]["raw_test"] == one["one-step"]["raw_test"]
+    with pytest.raises(ValueError, match="one distribution and one generator_seed per run"):
+        experiments.run_methods(dists, x, y, {"test": (xt, yt)}, 3, 9, 7, [5], **kw)
 
 
 def test_weighting_pair_calls(monkeypatch):

@@ -92,18 +92,25 @@ def probes(
 ) -> dict:
     """Both readings of "train the best classifiers on top" of a frozen first layer (Section A.7.1):
     ``standardised`` (logistic regression on standardised features) and ``raw`` (the network's
-    second layer trained with Adam on the raw features, like the RF baseline)."""
+    second layer trained with Adam on the raw features, like the RF baseline). Stacked networks
+    and data (a leading axis; ``generator``: a list) give one such dict per network."""
     F, Ft = features(p, X), features(p, Xt)
-    std = baselines.standardised_probe(F, y, Ft, yt)
     a, _ = baselines.train_linear_head(
         F, y, steps, batch, generator, lr=lr, progress=progress, desc=desc
     )
+    out_train, out_test = baselines.linear(F, a), baselines.linear(Ft, a)
+    if F.dim() == 2:
+        return _probe_result(F, y, Ft, yt, out_train, out_test)
+    return [_probe_result(*args) for args in zip(F, y, Ft, yt, out_train, out_test)]
+
+
+def _probe_result(F, y, Ft, yt, out_train, out_test) -> dict:
     raw = {
-        "train": float((torch.sign(F @ a) == y).double().mean()),
-        "test": float((torch.sign(Ft @ a) == yt).double().mean()),
-        "output_spread": float((Ft @ a).std()),
+        "train": float((torch.sign(out_train) == y).double().mean()),
+        "test": float((torch.sign(out_test) == yt).double().mean()),
+        "output_spread": float(out_test.std()),
     }
-    return {"standardised": std, "raw": raw}
+    return {"standardised": baselines.standardised_probe(F, y, Ft, yt), "raw": raw}
 
 
 def decided(values, margin: float = 0.0, direction: str = "above", target: float | None = None):

@@ -11,14 +11,24 @@
   features. The source says "train the best classifiers on top"; two readings are offered: the best
   linear classifier on *standardised* features (logistic regression by L-BFGS), and the network's
   own second-layer training on the *raw* features.
-* **Kernel method**: kernel ridge regression with an RBF kernel on +-1 labels (Corollary 2.3).
+* **Kernel methods**: kernel ridge regression with an RBF or a Laplace kernel on +-1 labels
+  (Corollary 2.3).
 """
 
 from __future__ import annotations
 
 import torch
 
-from companions.emergence.network import Params, features, hinge, preactivations, truncated_relu
+from companions.emergence.network import (
+    Params,
+    as_number,
+    draw_batch,
+    features,
+    preactivations,
+    stacked_hinge,
+    take,
+    truncated_relu,
+)
 from companions.train import progress as progress_bar
 
 
@@ -37,34 +47,40 @@ def train_linear_head(
 ):
     """Hinge loss on ``<F(x), a>`` with Adam from ``a = 0`` (the RF baseline's second layer).
     ``max_norm`` projects ``a`` on the ball ``||a|| <= B`` after each step (the class H_B of Theorem
-    2.2)."""
-    a = torch.zeros(F.shape[1], dtype=F.dtype, device=F.device, requires_grad=True)
+    2.2). Features stacked along a leading axis, ``(S, n, N)``, train ``S`` heads at once, each on
+    its own minibatches (``generator``: a list of ``S``)."""
+    shape = F.shape[:-2] + F.shape[-1:]
+    a = torch.zeros(shape, dtype=F.dtype, device=F.device, requires_grad=True)
     opt = torch.optim.Adam([a], lr=lr)
     history: dict[str, list] = {"step": []}
-    n = F.shape[0]
+    n = F.shape[-2]
 
     def record(step):
         if evaluate is not None:
             history["step"].append(step)
             with torch.no_grad():
                 for key, v in evaluate(a.detach()).items():
-                    history.setdefault(key, []).append(float(v))
+                    history.setdefault(key, []).append(as_number(v))
 
     record(0)
     for step in progress_bar(range(1, steps + 1), desc=desc, disable=not progress, mininterval=0.5):
-        idx = torch.randint(n, (min(batch, n),), generator=generator).to(F.device)
-        loss = hinge(y[idx], F[idx] @ a)
+        idx = draw_batch(n, batch, generator, F.device)
+        loss = stacked_hinge(take(y, idx), linear(take(F, idx), a))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
         if max_norm is not None:
             with torch.no_grad():
-                norm = a.norm()
-                if norm > max_norm:
-                    a.mul_(max_norm / norm)
+                norm = a.norm(dim=-1, keepdim=True)
+                a.mul_(torch.where(norm > max_norm, max_norm / norm, torch.ones_like(norm)))
         if step % eval_every == 0 or step == steps:
             record(step)
     return a.detach(), history
+
+
+def linear(F: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
+    """``<F(x), a>`` for every row of ``F`` (stacked: one ``a`` per leading index)."""
+    return (F @ a.unsqueeze(-1)).squeeze(-1)
 
 
 class Linearised:
@@ -82,8 +98,10 @@ class Linearised:
 
     def __call__(self, X: torch.Tensor) -> torch.Tensor:
         z = preactivations(self.p0, X)
-        slope = self.p0.a * ((z > 0) & (z < 1)).to(X.dtype)  # a_i sigma'(z_i), sigma' as in (A.19)
-        return ((X @ self.dW.T + self.db) * slope).sum(1) + truncated_relu(z) @ self.da
+        a = self.p0.a.unsqueeze(-2)
+        slope = a * ((z > 0) & (z < 1)).to(X.dtype)  # a_i sigma'(z_i), sigma' as in (A.19)
+        moved = X @ self.dW.mT + self.db.unsqueeze(-2)
+        return (moved * slope).sum(-1) + linear(truncated_relu(z), self.da)
 
 
 def train_ntk(
@@ -98,25 +116,26 @@ def train_ntk(
     eval_every: int = 10,
     progress: bool = True,
 ):
-    """Train the linearised network with Adam (the NTK baseline)."""
+    """Train the linearised network with Adam (the NTK baseline); stacked networks and data (a
+    leading axis) train at once, each on its own minibatches (``generator``: a list)."""
     model = Linearised(p0)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     history: dict[str, list] = {"step": []}
-    n = X.shape[0]
+    n = X.shape[-2]
 
     def record(step):
         if evaluate is not None:
             history["step"].append(step)
             with torch.no_grad():
                 for key, v in evaluate(model).items():
-                    history.setdefault(key, []).append(float(v))
+                    history.setdefault(key, []).append(as_number(v))
 
     record(0)
     for step in progress_bar(
         range(1, steps + 1), desc="NTK", disable=not progress, mininterval=0.5
     ):
-        idx = torch.randint(n, (min(batch, n),), generator=generator).to(X.device)
-        loss = hinge(y[idx], model(X[idx]))
+        idx = draw_batch(n, batch, generator, X.device)
+        loss = stacked_hinge(take(y, idx), model(take(X, idx)))
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -168,6 +187,50 @@ def probe_features(p: Params, X: torch.Tensor) -> torch.Tensor:
     return features(p, X)
 
 
+#: Radial kernel profiles ``r(||x - x'||^2, h)`` of :func:`kernel_ridge`: Gaussian (RBF) and
+#: Laplace (exponential of the distance); both shift-invariant and positive definite.
+KERNELS = {
+    "rbf": lambda d2, h: torch.exp(-d2 / (2 * h * h)),
+    "laplace": lambda d2, h: torch.exp(-torch.sqrt(d2.clamp_min(0)) / h),
+}
+
+
+def kernel_ridge(
+    X_train: torch.Tensor,
+    y_train: torch.Tensor,
+    evals: dict,
+    kernel: str = "rbf",
+    ridge: float = 1e-3,
+    bandwidth: float | None = None,
+) -> dict:
+    """Kernel ridge regression ``f = sum_i alpha_i K(x_i, .)``, ``alpha = (K + ridge n I)^{-1} y``,
+    on +-1 labels with a radial kernel of :data:`KERNELS` (``h`` = the median pairwise distance
+    when not given). Returns the training accuracy, per evaluation set ``evals[name] = (X, y)`` its
+    accuracy and outputs (``'<name> outputs'``), ``h``, ``||alpha||_2`` and the RKHS norm
+    ``||f||_H = sqrt(alpha^T K alpha)`` (Corollary 2.3's two norms)."""
+    if kernel not in KERNELS:
+        raise ValueError(f"parameter 'kernel' = {kernel!r} is not allowed: one of {list(KERNELS)}")
+    profile = KERNELS[kernel]
+    d2 = torch.cdist(X_train, X_train) ** 2
+    h = float(torch.sqrt(d2.median())) if bandwidth is None else bandwidth
+    K = profile(d2, h)
+    n = K.shape[0]
+    alpha = torch.linalg.solve(
+        K + ridge * n * torch.eye(n, dtype=K.dtype, device=K.device), y_train
+    )
+    out = {
+        "train": float((torch.sign(K @ alpha) == y_train).double().mean()),
+        "bandwidth": h,
+        "alpha_norm": float(alpha.norm()),
+        "rkhs_norm": float(torch.sqrt(alpha @ K @ alpha)),
+    }
+    for name, (X, y) in evals.items():
+        f = profile(torch.cdist(X, X_train) ** 2, h) @ alpha
+        out[name] = float((torch.sign(f) == y).double().mean())
+        out[f"{name} outputs"] = f
+    return out
+
+
 def rbf_kernel_ridge(
     X_train: torch.Tensor,
     y_train: torch.Tensor,
@@ -177,18 +240,7 @@ def rbf_kernel_ridge(
     bandwidth: float | None = None,
 ) -> dict:
     """Kernel ridge regression with ``K(x, x') = exp(-||x - x'||^2 / (2 h^2))`` on +-1 labels
-    (``h`` = median pairwise distance when not given); returns train/test accuracy and ``h``."""
-    d2 = torch.cdist(X_train, X_train) ** 2
-    h = float(torch.sqrt(d2.median() / 1.0)) if bandwidth is None else bandwidth
-    K = torch.exp(-d2 / (2 * h * h))
-    n = K.shape[0]
-    alpha = torch.linalg.solve(
-        K + ridge * n * torch.eye(n, dtype=K.dtype, device=K.device), y_train
-    )
-    K_test = torch.exp(-(torch.cdist(X_test, X_train) ** 2) / (2 * h * h))
-    return {
-        "train": float((torch.sign(K @ alpha) == y_train).double().mean()),
-        "test": float((torch.sign(K_test @ alpha) == y_test).double().mean()),
-        "bandwidth": h,
-        "alpha_norm": float(alpha.norm()),
-    }
+    (``h`` = median pairwise distance when not given); returns train/test accuracy and ``h``
+    (:func:`kernel_ridge` with one evaluation set)."""
+    r = kernel_ridge(X_train, y_train, {"test": (X_test, y_test)}, "rbf", ridge, bandwidth)
+    return {key: r[key] for key in ("train", "test", "bandwidth", "alpha_norm")}

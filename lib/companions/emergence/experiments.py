@@ -9,6 +9,7 @@ number of steps with Adam. One Step / Two Step: probes on the first layer after 
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import torch
@@ -20,8 +21,29 @@ from companions.emergence import network as net
 METHODS = ("network", "network-theory", "rf", "ntk", "one-step", "two-step")
 
 
-def _acc(out: torch.Tensor, y: torch.Tensor) -> float:
-    return float((torch.sign(out) == y).double().mean())
+def _acc(out: torch.Tensor, y: torch.Tensor):
+    return net.accuracies(out, y)
+
+
+def _stack(params: list) -> net.Params:
+    return net.Params(*(torch.stack([getattr(p, f) for p in params]) for f in ("W", "b", "a")))
+
+
+def _unstack(params: net.Params, s: int) -> net.Params:
+    return net.Params(params.W[s], params.b[s], params.a[s])
+
+
+def _seed_of(value, s: int):
+    """Network ``s``'s part of a result of stacked runs (lists per network, curves, params)."""
+    if isinstance(value, net.Params):
+        return _unstack(value, s)
+    if isinstance(value, dict):
+        return {k: _seed_of(v, s) if k != "step" else v for k, v in value.items()}
+    if isinstance(value, list) and value and isinstance(value[0], list):
+        return [row[s] for row in value]
+    if isinstance(value, list):
+        return value[s]
+    return value
 
 
 def run_methods(
@@ -32,7 +54,7 @@ def run_methods(
     m: int,
     steps: int,
     batch: int,
-    generator_seed: int,
+    generator_seed,
     schedule: str = "A.214",
     methods=METHODS,
     lr: float = 1e-2,
@@ -42,7 +64,7 @@ def run_methods(
     gamma: float | None = None,
     class_weighted: bool = False,
     train_dtype: torch.dtype | None = None,
-) -> dict:
+):
     """Run ``methods`` on the training set ``(x, y)``; ``evals`` maps names to ``(x, y)`` evaluation
     sets (the first is "test"). ``gamma`` overrides the gamma used by the initialisation and
     schedule (needed without input structure, where gamma = 0). Returns, per method, final
@@ -54,20 +76,40 @@ def run_methods(
     t > 2, with Adam or the theory's SGD, RF and NTK), with the data and the initial and two-step
     weights cast to it once they are computed; ``None``, the data's dtype. The first two steps,
     whose step 1 cancels the initialisation against a step of order 1e-7 (A.214), and the probes
-    stay in the data's dtype."""
+    stay in the data's dtype.
+
+    **Stacked runs.** With data stacked along a leading axis (``x`` of shape ``(S, n, d)``, the
+    evaluation sets likewise) and ``dist`` and ``generator_seed`` lists of ``S``, the ``S`` runs
+    train at once, each with its own data, initialisation and minibatches, the same updates as
+    ``S`` calls one by one (vectorised: one step of all of them costs little more than one); the
+    result is the list of their ``S`` results."""
     unknown = [method for method in methods if method not in METHODS]
     if unknown:
         raise ValueError(f"parameter 'methods' has {unknown[0]!r}: expected items of {METHODS}")
+    stacked = x.dim() == 3
+    dists = list(dist) if stacked else [dist]
+    seeds = list(generator_seed) if stacked else [generator_seed]
+    if stacked and not len(dists) == len(seeds) == x.shape[0]:
+        raise ValueError(
+            f"stacked runs need one distribution and one generator_seed per run: got "
+            f"{len(dists)}, {len(seeds)} for {x.shape[0]} data sets"
+        )
     device, dtype = x.device, x.dtype
-    gamma = float(dist.gamma) if gamma is None else gamma
-    sigma = dist.sigma
-    gen = torch.Generator().manual_seed(generator_seed)
-    p0 = net.symmetric_init(m, dist.d, dist.k, sigma, gamma, gen, dtype=dtype, device=device)
-    sched = net.schedule(schedule, dist.k, m, sigma, gamma, steps)
+    gamma = float(dists[0].gamma) if gamma is None else gamma
+    sigma, k = dists[0].sigma, dists[0].k
+    inits = [
+        net.symmetric_init(
+            m, d_.d, k, sigma, gamma, torch.Generator().manual_seed(s_), dtype=dtype, device=device
+        )
+        for d_, s_ in zip(dists, seeds)
+    ]
+    p0 = _stack(inits) if stacked else inits[0]
+    sched = net.schedule(schedule, k, m, sigma, gamma, steps)
     p1, p2 = net.first_two_steps(
         p0, x, y, sched, weights=net.class_weights(y) if class_weighted else None
     )
-    v = dist.signal_direction.to(device=device, dtype=dtype)
+    v = torch.stack([d_.signal_direction for d_ in dists]) if stacked else dist.signal_direction
+    v = v.to(device=device, dtype=dtype)
     first = next(iter(evals))
     out: dict = {"schedule": sched}
     late = dtype if train_dtype is None else train_dtype
@@ -76,7 +118,7 @@ def run_methods(
     p0_late, p2_late = p0.to(late), p2.to(late)
 
     def max_cos(W):
-        return float(net.cosines(W.to(dtype), v).max())
+        return net.as_number(net.cosines(W.to(dtype), v).max(-1).values)
 
     def finals(fn):
         res = {name: _acc(fn(xe), ye) for name, (xe, ye) in evals_late.items()}
@@ -84,10 +126,11 @@ def run_methods(
         return res
 
     for method in methods:
-        g = torch.Generator().manual_seed(generator_seed + 1 + METHODS.index(method))
+        gens = [torch.Generator().manual_seed(s_ + 1 + METHODS.index(method)) for s_ in seeds]
+        g = gens if stacked else gens[0]
+        xe, ye = evals_late[first]
         if method in ("network", "network-theory"):
             theory = method == "network-theory"
-            xe, ye = evals_late[first]
             p, hist = net.train_late(
                 p2_late,
                 x_late,
@@ -105,11 +148,9 @@ def run_methods(
             res = finals(lambda X: net.forward(p, X))
             res.update(curve=hist, cos=max_cos(p.W), params=p)
         elif method == "rf":
-            F = net.features(p0_late, x_late)
-            xe, ye = evals_late[first]
             Fe = net.features(p0_late, xe)
             a, hist = baselines.train_linear_head(
-                F,
+                net.features(p0_late, x_late),
                 y_late,
                 steps,
                 batch,
@@ -117,13 +158,12 @@ def run_methods(
                 lr=lr,
                 eval_every=eval_every,
                 desc="RF",
-                evaluate=lambda a: {"test": _acc(Fe @ a, ye)},
+                evaluate=lambda a: {"test": _acc(baselines.linear(Fe, a), ye)},
                 progress=progress,
             )
-            res = finals(lambda X: net.features(p0_late, X) @ a)
-            res.update(curve=hist, cos=max_cos(p0.W), head_norm=float(a.norm()))
+            res = finals(lambda X: baselines.linear(net.features(p0_late, X), a))
+            res.update(curve=hist, cos=max_cos(p0.W), head_norm=net.as_number(a.norm(dim=-1)))
         elif method == "ntk":
-            xe, ye = evals_late[first]
             model, hist = baselines.train_ntk(
                 p0_late,
                 x_late,
@@ -138,24 +178,52 @@ def run_methods(
             )
             with torch.no_grad():
                 res = finals(model)
-            res.update(curve=hist, cos=float("nan"))
+            res.update(curve=hist, cos=[math.nan] * len(seeds) if stacked else math.nan)
         else:  # "one-step" or "two-step" (the methods are checked above)
-            p = p1 if method == "one-step" else p2
-            F = net.features(p, x)
-            std = F.std(0)
-            keep = std > 1e-300
-            xe, ye = evals[first]
-            r = baselines.standardised_probe(F, y, net.features(p, xe), ye)
-            res = {"train": r["train"], first: r["test"]}
-            for name, (xo, yo) in list(evals.items())[1:]:
-                res[name] = baselines.standardised_probe(F, y, net.features(p, xo), yo)["test"]
-            if probe_steps:
-                raw = analysis.probes(p, x, y, xe, ye, probe_steps, batch, g)["raw"]
-                res["raw_train"], res["raw_test"] = raw["train"], raw["test"]
-            res.update(cos=max_cos(p.W), kept=int(keep.sum()))
+            res = _probe_method(
+                p1 if method == "one-step" else p2, x, y, evals, probe_steps, batch, g
+            )
+            res.update(cos=max_cos((p1 if method == "one-step" else p2).W))
         out[method] = res
     out["p0"], out["p1"], out["p2"] = p0, p1, p2
-    return out
+    if not stacked:
+        return out
+    return [{key: _seed_of(value, s) for key, value in out.items()} for s in range(len(seeds))]
+
+
+def _probe_method(p, x, y, evals, probe_steps, batch, g) -> dict:
+    """One Step / Two Step on the frozen first layer ``p``: the standardised probe on every
+    evaluation set, the raw reading (:func:`analysis.probes`) when ``probe_steps``, and the number
+    of features with a spread (kept by the standardised probe); lists per network when stacked."""
+    F = net.features(p, x)
+    first = next(iter(evals))
+    xe, ye = evals[first]
+    stacked = F.dim() == 3
+    per = list(range(F.shape[0])) if stacked else [None]
+
+    def part(t, s):
+        if s is None:
+            return t
+        return _unstack(t, s) if isinstance(t, net.Params) else t[s]
+
+    res: dict = {"train": [], first: [], "kept": []}
+    for s in per:
+        Fs, ys = part(F, s), part(y, s)
+        r = baselines.standardised_probe(Fs, ys, net.features(part(p, s), part(xe, s)), part(ye, s))
+        res["train"].append(r["train"])
+        res[first].append(r["test"])
+        res["kept"].append(int((Fs.std(0) > 1e-300).sum()))
+        for name, (xo, yo) in list(evals.items())[1:]:
+            Fo = net.features(part(p, s), part(xo, s))
+            res.setdefault(name, []).append(
+                baselines.standardised_probe(Fs, ys, Fo, part(yo, s))["test"]
+            )
+    if probe_steps:
+        raw = analysis.probes(p, x, y, xe, ye, probe_steps, batch, g)
+        raws = raw if stacked else [raw]
+        res["raw_train"] = [r["raw"]["train"] for r in raws]
+        res["raw_test"] = [r["raw"]["test"] for r in raws]
+    return res if stacked else {key: value[0] for key, value in res.items()}
 
 
 #: Tables A.1-A.5 of the source (dissertation Appendix A.7), transcribed: per method (train %, test
@@ -273,43 +341,85 @@ def table_run(
     in both cases (without structure gamma can be 0, where sigma_a is undefined). Returns per method
     ``(train, test, cos)`` and, for the probes, the raw reading's ``(train, test)``.
     ``train_dtype``: as in :func:`run_methods`."""
+    data = _table_data(dist, free, n, n_test, seed, negative_fraction, device)
+    sizes = dict(m=m, steps=steps, batch=batch, probe_steps=probe_steps)
+    return _table_runs(
+        [dist], [free], [data], [seed], **sizes, progress=progress,
+        class_weighted=class_weighted, train_dtype=train_dtype,
+    )[0]  # fmt: skip
+
+
+def _table_data(dist, free, n, n_test, seed, negative_fraction, device) -> tuple:
+    """A table run's samples, drawn in this order with ``Generator(seed)``: training and test
+    sets of ``dist``, then of ``free``."""
     gen = torch.Generator().manual_seed(seed)
-    x, y = sample_with_ratio(dist, n, negative_fraction, gen, device)
-    xt, yt = sample_with_ratio(dist, n_test, negative_fraction, gen, device)
+    return tuple(
+        t
+        for source, size in ((dist, n), (dist, n_test), (free, n), (free, n_test))
+        for t in sample_with_ratio(source, size, negative_fraction, gen, device)
+    )
+
+
+def _table_runs(
+    dists,
+    frees,
+    data,
+    seeds,
+    *,
+    m,
+    steps,
+    batch,
+    probe_steps,
+    progress,
+    class_weighted,
+    train_dtype,
+) -> list[dict]:
+    """The methods of :func:`table_run` on each ``(dist, data, seed)``, all seeds stacked in one
+    :func:`run_methods` call for the structured data and one for the structure-free twin; a
+    single seed runs unstacked."""
+    one = len(dists) == 1
+    cols = [d[0] if one else torch.stack(d) for d in zip(*data)]
+    x, y, xt, yt, xf, yf, xft, yft = cols
+    common = dict(
+        eval_every=max(steps // 20, 1),
+        progress=progress,
+        class_weighted=class_weighted,
+        train_dtype=train_dtype,
+    )
     res = run_methods(
-        dist,
+        dists[0] if one else dists,
         x,
         y,
         {"test": (xt, yt)},
         m,
         steps,
         batch,
-        seed + 7,
+        seeds[0] + 7 if one else [s_ + 7 for s_ in seeds],
         methods=("network", "rf", "ntk", "one-step", "two-step"),
-        eval_every=max(steps // 20, 1),
-        progress=progress,
         probe_steps=probe_steps,
-        class_weighted=class_weighted,
-        train_dtype=train_dtype,
+        **common,
     )
-    xf, yf = sample_with_ratio(free, n, negative_fraction, gen, device)
-    xft, yft = sample_with_ratio(free, n_test, negative_fraction, gen, device)
     res_f = run_methods(
-        free,
+        frees[0] if one else frees,
         xf,
         yf,
         {"test": (xft, yft)},
         m,
         steps,
         batch,
-        seed + 7,
+        seeds[0] + 7 if one else [s_ + 7 for s_ in seeds],
         methods=("network",),
-        eval_every=max(steps // 20, 1),
-        progress=progress,
-        gamma=float(dist.gamma),
-        class_weighted=class_weighted,
-        train_dtype=train_dtype,
+        gamma=float(dists[0].gamma),
+        **common,
     )
+    if one:
+        res, res_f = [res], [res_f]
+    return [_table_result(r, r_f, d[3], probe_steps) for r, r_f, d in zip(res, res_f, data)]
+
+
+def _table_result(res: dict, res_f: dict, yt: torch.Tensor, probe_steps) -> dict:
+    """A table run's entries: per method ``(train, test, cos)``, the raw probes' readings, and
+    the test set's majority-class rate."""
     out = {
         key: (res[key]["train"], res[key]["test"], res[key]["cos"])
         for key in ("network", "rf", "ntk", "one-step", "two-step")
@@ -320,16 +430,8 @@ def table_run(
         res_f["network"]["cos"],
     )
     if probe_steps:
-        out["one-step-raw"] = (
-            res["one-step"]["raw_train"],
-            res["one-step"]["raw_test"],
-            res["one-step"]["cos"],
-        )
-        out["two-step-raw"] = (
-            res["two-step"]["raw_train"],
-            res["two-step"]["raw_test"],
-            res["two-step"]["cos"],
-        )
+        for key in ("one-step", "two-step"):
+            out[f"{key}-raw"] = (res[key]["raw_train"], res[key]["raw_test"], res[key]["cos"])
     out["majority"] = max(float((yt == 1).double().mean()), float((yt == -1).double().mean()))
     return out
 
@@ -352,8 +454,8 @@ def fixed_feature_comparison(
     """One seed of the comparison of Section A.7.1 on a fresh D_A^mix (p_o = 1/2): the network with
     Adam and with the theory's late rate (A.276), random features, the NTK and RBF kernel ridge on
     ``kernel_n`` points; each evaluated on a test set of the mixture and one of its uniform part
-    D^(0). Returns the :func:`run_methods` result with ``'kernel'`` added (``test``,
-    ``uniform part``, ``train``). ``train_dtype``: as in :func:`run_methods`."""
+    D^(0). Returns the :func:`run_methods` result with ``'kernel'`` (RBF) and ``'laplace'``
+    (:func:`kernel_run`) added. ``train_dtype``: as in :func:`run_methods`."""
     gen = torch.Generator().manual_seed(10 + 1000 * seed)
     dist = em_data.parity_mixture(d, D, k, Fraction(1, 2), gen)
     x, y, _ = dist.sample(n, gen, device=device)
@@ -373,11 +475,31 @@ def fixed_feature_comparison(
         progress=False,
         train_dtype=train_dtype,
     )
-    kr = baselines.rbf_kernel_ridge(x[:kernel_n], y[:kernel_n], xt, yt)
-    kr_u = baselines.rbf_kernel_ridge(x[:kernel_n], y[:kernel_n], xu, yu)
-    runs["kernel"] = {"train": kr["train"], "test": kr["test"], "uniform part": kr_u["test"]}
+    for name, kernel in (("kernel", "rbf"), ("laplace", "laplace")):
+        runs[name] = kernel_run(dist, x[:kernel_n], y[:kernel_n], (xt, yt), (xu, yu), kernel)
     runs["dist"] = dist
     return runs
+
+
+def kernel_run(dist, x, y, test, uniform, kernel: str) -> dict:
+    """Kernel ridge regression (:func:`baselines.kernel_ridge`) on ``(x, y)`` from ``dist``
+    (``D_A^mix``), evaluated on a test set of the mixture and one of its uniform part, with
+    Corollary 2.3 in this book's explicit form (:func:`theory.corollary_2_3_bound`): ``eps`` and
+    the bounds, and the hinge losses they bound, per test point (``hinge``: the mixture,
+    ``hinge uniform part``)."""
+    from companions.emergence import theory
+
+    kr = baselines.kernel_ridge(x, y, {"test": test, "uniform part": uniform}, kernel)
+    c_k = theory.radial_walsh_coefficient(
+        kernel, dist.D, dist.k, 1 / float(dist.sigma2), kr["bandwidth"]
+    )
+    out = {key: kr[key] for key in ("train", "test", "uniform part", "alpha_norm", "rkhs_norm")}
+    bound = theory.corollary_2_3_bound(kr["rkhs_norm"], c_k, float(dist.p_o))
+    out.update(c_k=c_k, eps=bound["eps"], bound_mixture=bound["mixture"])
+    out["bound_uniform_part"] = bound["uniform part"]
+    out["hinge"] = (1 - test[1] * kr["test outputs"]).clamp(min=0)
+    out["hinge uniform part"] = (1 - uniform[1] * kr["uniform part outputs"]).clamp(min=0)
+    return out
 
 
 def structure_pair(
@@ -463,29 +585,21 @@ def repeated_table_runs(
     train_dtype: torch.dtype | None = None,
 ) -> list[dict]:
     """:func:`table_run` on ``seeds`` independent draws: ``make(generator)`` builds a fresh
-    distribution (new A, M) for each, with its structure-free twin; returns one result per seed.
-    ``train_dtype``: as in :func:`run_methods`."""
-    out = []
-    for s in range(seeds):
-        dist = make(torch.Generator().manual_seed(seed + 1000 * s + 17))
-        out.append(
-            table_run(
-                dist,
-                em_data.without_structure(dist),
-                n,
-                n_test,
-                m,
-                steps,
-                batch,
-                seed + 100 * s,
-                device=device,
-                negative_fraction=negative_fraction,
-                probe_steps=probe_steps,
-                class_weighted=class_weighted,
-                train_dtype=train_dtype,
-            )
-        )
-    return out
+    distribution (new A, M) for each, with its structure-free twin; returns one result per seed,
+    the same as :func:`table_run` seed by seed, but with the seeds' trainings stacked (one
+    vectorised run). ``train_dtype``: as in :func:`run_methods`."""
+    dists = [make(torch.Generator().manual_seed(seed + 1000 * s + 17)) for s in range(seeds)]
+    frees = [em_data.without_structure(d_) for d_ in dists]
+    seed_of = [seed + 100 * s for s in range(seeds)]
+    data = [
+        _table_data(d_, f_, n, n_test, s_, negative_fraction, device)
+        for d_, f_, s_ in zip(dists, frees, seed_of)
+    ]
+    sizes = dict(m=m, steps=steps, batch=batch, probe_steps=probe_steps)
+    return _table_runs(
+        dists, frees, data, seed_of, **sizes, progress=False,
+        class_weighted=class_weighted, train_dtype=train_dtype,
+    )  # fmt: skip
 
 
 def mean_over_seeds(runs: list[dict]) -> dict:

@@ -105,12 +105,20 @@ def smoothed_relu_derivative(z: torch.Tensor, s: float) -> torch.Tensor:
 
 
 def preactivations(p: Params, X: torch.Tensor) -> torch.Tensor:
-    return X @ p.W.T + p.b
+    """``<w_i, x> + b_i`` for every input and neuron: ``(n, 2m)``, or ``(S, n, 2m)`` for ``S``
+    networks stacked along a leading axis (``W`` of shape ``(S, 2m, d)``, ``X`` of
+    ``(S, n, d)``)."""
+    return X @ p.W.mT + p.b.unsqueeze(-2)
+
+
+def _times_a(hidden: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
+    """``sum_i a_i hidden_i`` over the last axis (a matrix-vector product, stacked or not)."""
+    return (hidden @ a.unsqueeze(-1)).squeeze(-1)
 
 
 def forward(p: Params, X: torch.Tensor, s: float = 0.0) -> torch.Tensor:
     """``g(x; xi)`` of (2.3) (``s = sigma_xi``; ``s = 0`` is the network (2.2))."""
-    return smoothed_relu(preactivations(p, X), s) @ p.a
+    return _times_a(smoothed_relu(preactivations(p, X), s), p.a)
 
 
 def features(p: Params, X: torch.Tensor) -> torch.Tensor:
@@ -123,8 +131,48 @@ def hinge(y: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
     return (1 - y * out).clamp(min=0).mean()
 
 
-def accuracy(p: Params, X: torch.Tensor, y: torch.Tensor) -> float:
-    return float((torch.sign(forward(p, X)) == y).double().mean())
+def stacked_hinge(y: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    """The hinge loss averaged over the last axis and summed over the leading ones: the sum of
+    the losses of networks stacked along a leading axis, so that each one's gradient is its own
+    (:func:`hinge` for a single network)."""
+    return (1 - y * out).clamp(min=0).mean(-1).sum()
+
+
+def draw_batch(n: int, batch: int, generator, device) -> torch.Tensor:
+    """Minibatch indices: ``min(batch, n)`` draws from ``range(n)`` with ``generator``, or, with a
+    list of generators (one per stacked network), a row of draws from each."""
+    size = (min(batch, n),)
+    if isinstance(generator, (list, tuple)):
+        return torch.stack([torch.randint(n, size, generator=g) for g in generator]).to(device)
+    return torch.randint(n, size, generator=generator).to(device)
+
+
+def take(X: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+    """The rows ``idx`` of ``X``; with stacked data (a leading axis) and one row of indices per
+    network, each network's own rows."""
+    if idx.dim() == 1:
+        return X[idx]
+    return X[torch.arange(X.shape[0], device=X.device).unsqueeze(1), idx]
+
+
+def as_number(v):
+    """A float, or a list of floats for a tensor with a value per stacked network."""
+    if isinstance(v, torch.Tensor) and v.dim():
+        return v.tolist()
+    if isinstance(v, (list, tuple)):
+        return [float(x) for x in v]
+    return float(v)
+
+
+def accuracies(out: torch.Tensor, y: torch.Tensor):
+    """The fraction of ``sign(out) == y``: a float, or a list of floats for stacked networks."""
+    acc = (torch.sign(out) == y).double().mean(-1)
+    return acc.tolist() if acc.dim() else float(acc)
+
+
+def accuracy(p: Params, X: torch.Tensor, y: torch.Tensor):
+    """The network's accuracy on ``(X, y)``: a float, or a list per stacked network."""
+    return accuracies(forward(p, X), y)
 
 
 def gradients(
@@ -138,13 +186,13 @@ def gradients(
     support they give the exact population gradient."""
     z = preactivations(p, X)
     hidden = smoothed_relu(z, s)  # (n, 2m), used twice
-    out = hidden @ p.a
+    out = _times_a(hidden, p.a)
     u = y * (y * out <= 1).to(X.dtype)
-    u = u / X.shape[0] if weights is None else u * weights
-    act = smoothed_relu_derivative(z, s) * u.unsqueeze(1)  # (n, 2m)
-    gW = -(p.a.unsqueeze(1) * (act.T @ X))
-    gb = -(p.a * act.sum(0))
-    ga = -(hidden.T @ u)
+    u = u / X.shape[-2] if weights is None else u * weights
+    act = smoothed_relu_derivative(z, s) * u.unsqueeze(-1)  # (n, 2m)
+    gW = -(p.a.unsqueeze(-1) * (act.mT @ X))
+    gb = -(p.a * act.sum(-2))
+    ga = -_times_a(hidden.mT, u)
     return Params(gW, gb, ga)
 
 
@@ -206,20 +254,25 @@ def first_two_steps(
 
 def class_weights(y: torch.Tensor) -> torch.Tensor:
     """Per-example weights of the class-weighted loss (A.293) of the general setting (Section A.8):
-    ``alpha_v = 1 / (2 Pr[y = v])`` with empirical class frequencies, normalised to sum to 1."""
+    ``alpha_v = 1 / (2 Pr[y = v])`` with empirical class frequencies, normalised to sum to 1
+    (per row for stacked labels, one row per network)."""
     if not bool(((y == 1) | (y == -1)).all()):
         bad = sorted({float(v) for v in y[(y != 1) & (y != -1)].unique()})[:3]
         raise ValueError(f"parameter 'y' must hold labels +1 and -1 only (found {bad})")
     pos = (y > 0).to(y.dtype)
-    n_pos, n_neg = float(pos.sum()), float((1 - pos).sum())
-    if n_pos == 0 or n_neg == 0:
+    n_pos, n_neg = pos.sum(-1, keepdim=True), (1 - pos).sum(-1, keepdim=True)
+    if bool((n_pos == 0).any() or (n_neg == 0).any()):
         raise ValueError("parameter 'y' has a single class: class weights (A.293) need both")
     return pos / (2 * n_pos) + (1 - pos) / (2 * n_neg)
 
 
 def cosines(W: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """``cos(w_i, v)`` for every row of ``W``."""
-    return (W @ v) / (W.norm(dim=1) * v.norm()).clamp_min(torch.finfo(W.dtype).tiny)
+    """``cos(w_i, v)`` for every row of ``W`` (stacked: ``W`` of shape ``(S, 2m, d)`` and one ``v``
+    per network, ``(S, d)``)."""
+    dot = _times_a(W, v)
+    return dot / (W.norm(dim=-1) * v.norm(dim=-1, keepdim=True)).clamp_min(
+        torch.finfo(W.dtype).tiny
+    )
 
 
 def train_late(
@@ -238,7 +291,9 @@ def train_late(
     progress: bool = True,
     train_params=("W", "b", "a"),
 ):
-    """Steps t > 2 on minibatches of ``(X, y)`` with ``sigma_xi = 0``.
+    """Steps t > 2 on minibatches of ``(X, y)`` with ``sigma_xi = 0``. Several networks train at
+    once when their parameters and data are stacked along a leading axis, each on its own
+    minibatches (``generator``: one per network), with the same updates as one by one.
 
     ``optimizer='theory'``: plain SGD with the caller's ``lr`` (the theory's ``k^2/(T m^{1/3})``)
     and weight decay ``lam`` as in (2.4); ``optimizer='adam'``: Adam (the practical choice).
@@ -261,7 +316,7 @@ def train_late(
         if optimizer == "theory"
         else torch.optim.Adam(trainable, lr=lr or 1e-2)
     )
-    n = X.shape[0]
+    n = X.shape[-2]
     history: dict[str, list] = {"step": []}
 
     def record(step):
@@ -270,12 +325,12 @@ def train_late(
                 values = evaluate(p)
             history["step"].append(step)
             for key, v in values.items():
-                history.setdefault(key, []).append(float(v))
+                history.setdefault(key, []).append(as_number(v))
 
     record(0)
     for step in progress_bar(range(1, steps + 1), desc=desc, disable=not progress, mininterval=0.5):
-        idx = torch.randint(n, (min(batch, n),), generator=generator).to(X.device)
-        loss = hinge(y[idx], forward(p, X[idx]))
+        idx = draw_batch(n, batch, generator, X.device)
+        loss = stacked_hinge(take(y, idx), forward(p, take(X, idx)))
         if lam:
             loss = loss + lam * ((p.a**2).sum() + (p.W**2).sum())
         opt.zero_grad(set_to_none=True)

@@ -109,12 +109,13 @@ def lemma_2_5_exhaustive(k_max: int, mu_denominator: int = 7) -> dict:
     return counts
 
 
-def target_params(dist, dtype=torch.float64, device="cpu") -> Params:
+def target_params(dist, dtype=torch.float64, device="cpu", sigma: float | None = None) -> Params:
     """The Lemma 2.5 network for a :class:`~companions.emergence.data.Distribution` as float
-    tensors: ``w_i^* = sigma~ sum_{j in A} M_j / (4k)`` for every neuron."""
+    tensors: ``w_i^* = sigma~ sum_{j in A} M_j / (4k)`` for every neuron (``sigma``: another
+    normaliser in place of ``sigma~``, such as the noisy data's of :func:`noisy_sample`)."""
     net = target_network(dist.k, dist.P, dist.mu)
     n = len(net["a"])
-    w = dist.sigma * dist.signal_direction / (4 * dist.k)
+    w = (dist.sigma if sigma is None else sigma) * dist.signal_direction / (4 * dist.k)
     W = w.unsqueeze(0).expand(n, -1).clone()
     b = torch.tensor([float(v) for v in net["b"]], dtype=torch.float64)
     a = torch.tensor([float(v) for v in net["a"]], dtype=torch.float64)
@@ -167,6 +168,21 @@ def _bump_network(k: int, P, mu, heights: tuple[int, int], rescale: int, lemma: 
     )
 
 
+def noisy_sample(dist, sigma_zeta: float, n: int, generator: torch.Generator) -> dict:
+    """``n`` points of ``dist`` with the input noise of Section A.8 (A.292): ``x~ = M phi~ + zeta``,
+    ``zeta ~ N(0, sigma_zeta^2 I_d)``, normalised by the population mean and
+    ``sigma~'^2 = sigma~^2 + d sigma_zeta^2``. Returns ``x``, ``y``, ``phi~``, the normaliser
+    ``sigma`` (``sigma~'``) and the shift ``eps_x = sum_{j in A} <M_j, zeta>`` that the noise adds
+    to ``S - mu`` (orthonormal ``M``), float64 on the CPU."""
+    phi = dist.sample_phi_tilde(n, generator)
+    M = dist.M.to(torch.float64)
+    zeta = sigma_zeta * torch.randn(n, dist.d, generator=generator, dtype=torch.float64)
+    sigma_p = math.sqrt(float(dist.sigma2) + dist.d * sigma_zeta**2)
+    x = ((phi - dist.mean_phi.to(phi)) @ M.T + zeta) / sigma_p
+    eps = zeta @ M[:, list(dist.A)].sum(1)
+    return {"x": x, "y": dist.labels(phi), "phi": phi, "sigma": sigma_p, "eps": eps}
+
+
 def lemma_a29_noisy(dist, sigma_zeta: float, n: int, generator: torch.Generator, device="cpu"):
     """Lemma A.29 on ``n`` noisy samples of ``dist`` (orthonormal ``M``, so the coherence
     ``mu_M = 0``): ``x~ = M phi~ + zeta``, ``zeta ~ N(0, sigma_zeta^2 I_d)``, normalised by the
@@ -176,13 +192,8 @@ def lemma_a29_noisy(dist, sigma_zeta: float, n: int, generator: torch.Generator,
     Returns the per-point indicator of ``y g^*(x) < 1``, ``eps_x``, the margins, and the bound
     ``Pr[|eps_x| > 1/8] = 2 (1 - Phi(1 / (8 sqrt(k) sigma_zeta)))`` of the proof ((A.307), every
     point with ``|eps_x| <= 1/8`` has ``y g^* >= 1``)."""
-    phi = dist.sample_phi_tilde(n, generator)
-    y = dist.labels(phi)
-    M = dist.M.to(torch.float64)
-    zeta = sigma_zeta * torch.randn(n, dist.d, generator=generator, dtype=torch.float64)
-    sigma_p = math.sqrt(float(dist.sigma2) + dist.d * sigma_zeta**2)
-    x = ((phi - dist.mean_phi.to(phi)) @ M.T + zeta) / sigma_p
-    eps = zeta @ M[:, list(dist.A)].sum(1)
+    noisy = noisy_sample(dist, sigma_zeta, n, generator)
+    x, y, eps, sigma_p = noisy["x"], noisy["y"], noisy["eps"], noisy["sigma"]
     net = target_network_a29(dist.k, dist.P, dist.mu)
     w = sigma_p * dist.signal_direction.to(torch.float64) * float(net["scale"])
     a = torch.tensor([float(v) for v in net["a"]], dtype=torch.float64)
@@ -357,6 +368,41 @@ def bessel_bound(N, B, D, k) -> float:
     return 1 - B * math.sqrt(N / math.comb(D, k))
 
 
+def radial_walsh_coefficient(kernel: str, D: int, k: int, scale2: float, bandwidth: float) -> float:
+    """``c_k = E_{x, x'}[chi_A(x) chi_A(x') K(x, x')]`` over the uniform cube ``{0, 1}^D`` for a
+    radial kernel of :data:`companions.emergence.baselines.KERNELS` (``'rbf'``, ``'laplace'``) on
+    inputs whose squared distance is ``scale2`` times the Hamming distance (``1/sigma~^2`` for the
+    normalised data ``x = M (phi~ - E phi~) / sigma~``), and any ``|A| = k``: the squared RKHS norm
+    of ``E[chi_A(x) K(x, .)]``, the same for every ``A`` of size ``k``. Summed over the Hamming
+    distance ``h`` with the Krawtchouk sum ``sum_j (-1)^j C(k, j) C(D - k, h - j)``, in 60-digit
+    arithmetic (the sum cancels to far below its terms)."""
+    import mpmath
+
+    if kernel not in ("rbf", "laplace"):
+        raise ValueError(f"parameter 'kernel' = {kernel!r} is not allowed: 'rbf' or 'laplace'")
+    with mpmath.workdps(60):
+        h2 = mpmath.mpf(bandwidth) ** 2
+        total = mpmath.mpf(0)
+        for h in range(D + 1):
+            d2 = mpmath.mpf(scale2) * h
+            r = mpmath.exp(-d2 / (2 * h2)) if kernel == "rbf" else mpmath.exp(-mpmath.sqrt(d2 / h2))
+            kraw = sum(
+                (-1) ** j * math.comb(k, j) * math.comb(D - k, h - j)
+                for j in range(max(0, h - D + k), min(k, h) + 1)
+            )
+            total += r * kraw
+        return float(total / mpmath.mpf(2) ** D)
+
+
+def corollary_2_3_bound(rkhs_norm: float, c_k: float, p_o: float) -> dict:
+    """This book's explicit Corollary 2.3 for a kernel predictor ``f`` with ``||f||_H = L``: on the
+    uniform part ``E[chi_A f] = <f, E[chi_A K(x, .)]>_H <= L sqrt(c_k) = eps`` (Cauchy-Schwarz in
+    the RKHS), so its hinge loss is at least ``1 - eps`` there for every ``A`` of size ``k``, and at
+    least ``p_o (1 - eps)`` on ``D_A^mix``. Returns ``eps`` and both bounds."""
+    eps = rkhs_norm * math.sqrt(c_k)
+    return {"eps": eps, "uniform part": 1 - eps, "mixture": p_o * (1 - eps)}
+
+
 def integer_features(D: int, N: int, rng: np.random.Generator, L: int = 6) -> np.ndarray:
     """``N`` clipped ReLU-like features with integer numerators:
     ``Psi_i(z) = clip(<u_i, z> + c_i, -L, L) / L`` with integer ``u_i, c_i``; returns the numerators
@@ -380,6 +426,7 @@ def parseval_check(numerators: np.ndarray, D: int, k: int) -> dict:
     per_A = (level_k**2).sum(1)  # 4^D L^2 ||E[chi_A Psi]||^2 for every |A| = k
     return {
         "parseval_exact": bool(np.all(lhs == rhs)),
+        "parseval_violations": int(np.sum(lhs != rhs)),
         "level_k_total": int(per_A.sum()),
         "total_energy": int(rhs.sum()),
         "min_per_A": int(per_A.min()),
