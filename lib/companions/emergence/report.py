@@ -1,0 +1,182 @@
+"""The emergence chapters' figures and tables, moved out of the chapters' cells.
+
+Each ``figure_*`` draws one figure and returns it (a chapter cell assigns it, ``fig = ...``, so
+that it is shown once); each ``*_table`` returns Markdown. Nothing here computes a claim.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+from companions import plots, stats
+from companions.emergence import theory as th
+
+
+def _mean_se(values) -> str:
+    mean, se, _ = stats.mean_and_se(list(values))
+    return f"{mean:.4f} ± {se:.4f}"
+
+
+# -------------------------------------------------------------------------------------------------
+# emergence-target
+# -------------------------------------------------------------------------------------------------
+def figure_target(k: int = 5, P=(1, 3, 5), mu=Fraction(5, 2)):
+    """Lemma 2.5's network as a function of ``S`` (exact rationals on a fine grid), with the
+    labels at ``S = 0..k``."""
+    P = set(P)
+    net_ = th.target_network(k, P, mu)
+    fig, axes = plots.subplots(1, 1, width=7.0, height=3.4)
+    ax = axes[0, 0]
+    S_grid = np.linspace(-0.7, k + 0.7, 1201)
+    out = [float(th.target_output(net_, Fraction(s).limit_denominator(10**4), mu)) for s in S_grid]
+    label = f"$g^*$ (candidate {net_['candidate']}) as a function of $S$"
+    ax.plot(S_grid, out, color=plots.color(0), label=label)
+    labels = [1 if s in P else -1 for s in range(k + 1)]
+    ax.scatter(range(k + 1), labels, color=plots.color(1), zorder=3, label="label $y$ at $S$")
+    ax.set_xlabel("$S=\\sum_{j\\in A}\\tilde\\phi_j$")
+    ax.set_ylabel("network output")
+    ax.set_title(f"Lemma 2.5: parity labels, $k={k}$, $\\mu={mu}$")
+    ax.legend(loc="lower right")
+    return fig
+
+
+def bounds_table(k: int = 5, P=(1, 3, 5), mus=(Fraction(5, 2), Fraction(0), Fraction(1, 3))):
+    """How tight Lemma 2.5's bounds are, at a few ``mu`` (exact rationals)."""
+    rows = []
+    for mu in mus:
+        r = th.lemma_2_5_report(k, set(P), mu)
+        rows.append(
+            f"| {mu} | {r['candidate']} | {r['max_a']} ({32 * k}) | {r['min_b']} (1/{32 * k}) | "
+            f"{r['max_b']} (1/2) | {r['max_pre']} (1) |"
+        )
+    return (
+        "| $\\mu$ | candidate | $\\max|a^*|$ (bound) | $\\min|b^*|$ (bound) | "
+        "$\\max|b^*|$ (bound) | max pre-activation (bound) |\n|---|---|---|---|---|---|\n"
+        + "\n".join(rows)
+    )
+
+
+def a29_table(noise: dict) -> str:
+    """Lemma A.29 on noisy points: per noise level, the fraction with ``y g* < 1``, the proof's
+    bound, and the least margin among the points with ``|eps_x| <= 1/8``."""
+    rows = [
+        f"| {s_:.4f} | {float(r['below'].mean()):.4f} | {r['bound']:.4f} | "
+        f"{float(r['margin'][r['good']].min()):.4f} |"
+        for s_, r in noise.items()
+    ]
+    return (
+        "| $\\sqrt k\\,\\sigma_\\zeta$ | points with $yg^*<1$ | the proof's bound | "
+        "least margin where $|\\epsilon_x|\\le1/8$ |\n|---|---|---|---|\n" + "\n".join(rows)
+    )
+
+
+# -------------------------------------------------------------------------------------------------
+# emergence-first-steps
+# -------------------------------------------------------------------------------------------------
+def step_table(summary: dict, digits: int = 4) -> str:
+    """:func:`analysis.step_summary` as a table: max and median ``|cos(w_i, v)|`` and the median
+    signal-to-noise ratio per step."""
+    rows = [
+        f"| {name} | {v['max_cos']:.{digits}f} | {v['median_cos']:.{digits}f} | "
+        f"{v['median_rho']:.3g} |"
+        for name, v in summary.items()
+    ]
+    return (
+        "| | max $|\\cos(w_i,v)|$ | median $|\\cos(w_i,v)|$ | median signal/noise $\\rho$ |\n"
+        "|---|---|---|---|\n" + "\n".join(rows)
+    )
+
+
+def figure_two_clusters(p0, p1, p2, v):
+    """Each neuron's cosine with ``v = sum_A M_j`` against its ``a_i^(0)``, at initialisation and
+    after each forgetful step (Figure 2.2's two clusters)."""
+    from companions.emergence import network as net
+
+    fig, axes = plots.subplots(1, 3, width=4.2, height=3.4)
+    a0 = p0.a.cpu()
+    for ax, p, title in zip(
+        axes[0], (p0, p1, p2), ("initialisation", "after step 1", "after step 2")
+    ):
+        c = net.cosines(p.W, v).cpu()
+        ax.scatter(a0[a0 > 0], c[a0 > 0], s=8, color=plots.color(1), label="$a_i^{(0)}>0$")
+        ax.scatter(a0[a0 < 0], c[a0 < 0], s=8, color=plots.color(4), label="$a_i^{(0)}<0$")
+        ax.set_title(title)
+        ax.set_xlabel("$a_i^{(0)}$")
+        ax.set_ylim(-1.05, 1.05)
+    axes[0, 0].set_ylabel("$\\cos(w_i, \\sum_{j\\in A}M_j)$")
+    axes[0, 0].legend(loc="lower right")
+    fig.tight_layout()
+    return fig
+
+
+def figure_gradient_terms(terms: dict):
+    """Left: each neuron's mean gradient term on ``A`` (in units of ``gamma / sigma~``) against
+    its ``beta``; right: the background terms (:func:`analysis.sample_gradient_terms`)."""
+    fig, axes = plots.subplots(1, 2, width=4.6, height=3.4)
+    TA = (terms["T_A"].mean(1) / terms["unit"]).cpu()
+    beta = terms["beta"].cpu()
+    axes[0, 0].scatter(beta, TA, s=8)
+    lim = [0, float(max(beta.max(), TA.max())) * 1.05]
+    axes[0, 0].plot(
+        lim, lim, color=plots.color(7), lw=1, label="$T_j=\\beta\\gamma/\\tilde\\sigma$"
+    )
+    axes[0, 0].set_xlabel("$\\beta_i$ (estimated on the sample)")
+    axes[0, 0].set_ylabel("mean$_{j\\in A}\\,T_{ij}\\;/\\;(\\gamma/\\tilde\\sigma)$")
+    axes[0, 0].legend()
+    bg = (terms["T_bg"] / terms["unit"]).flatten().cpu().numpy()
+    axes[0, 1].hist(bg, bins=60, color=plots.color(2))
+    axes[0, 1].set_xlabel("$T_{ij}/(\\gamma/\\tilde\\sigma)$, $j\\notin A$")
+    axes[0, 1].set_ylabel("count")
+    fig.tight_layout()
+    return fig
+
+
+def ceiling_table(ks=(3, 5)) -> str:
+    """The best linear classifier on ``D_A^mix`` at ``p_o = 1/2``: the closed form, the
+    enumeration of all halfspaces on ``z_A``, majority and ``ceiling_weights(k)``."""
+    half, rows = Fraction(1, 2), []
+    for k in ks:
+        rows.append(
+            f"| {k} | {th.linear_ceiling(k, half)} | {th.best_halfspace_accuracy(k, half)} | "
+            f"{th.halfspace_accuracy([1] * k, 0, half)} | "
+            f"{th.halfspace_accuracy(th.ceiling_weights(k), 0, half)} |"
+        )
+    return (
+        "| $k$ | $\\mathrm{acc}_{\\rm lin}$ | best halfspace | majority | `ceiling_weights(k)` |\n"
+        "|---|---|---|---|---|\n" + "\n".join(rows)
+    )
+
+
+def probe_table(pr: dict, longer: dict, ceiling: float, majority: float, steps: int) -> str:
+    """Both readings of the One-Step and Two-Step probes on one sample, with the raw Two-Step
+    probe trained ``longer`` (its train and test accuracy after ten times the Adam steps)."""
+    rows = [
+        f"| {name} | {r['standardised']['train']:.4f} / {r['standardised']['test']:.4f} | "
+        f"{r['raw']['train']:.4f} / {r['raw']['test']:.4f} |"
+        for name, r in (("One Step", pr["one"]), ("Two Step", pr["two"]))
+    ]
+    rows.append(
+        f"| Two Step, raw, {10 * steps} Adam steps | | {longer['train']:.4f} / "
+        f"{longer['test']:.4f} |"
+    )
+    return (
+        f"| probe | standardised: train / test | raw (Adam, {steps} steps): train / test |\n"
+        "|---|---|---|\n" + "\n".join(rows) + f"\n\nLinear ceiling {ceiling:.4f}; majority class "
+        f"of the test set {majority:.4f}. The source: One Step 51.3 / 52.2, Two Step 100 / 100."
+    )
+
+
+def schedules_table(rows: dict) -> str:
+    """Per schedule: ``eta^(1)``, ``sigma_xi``, the median cosines after steps 1 and 2, and the
+    standardised probes' test accuracies (first sample)."""
+    out = [
+        f"| ({name}) | {r['eta']:.2e} | {r['s']:.3f} | {r['cos1']:.4f} / {r['cos2']:.4f} | "
+        f"{r['one']:.4f} | {r['two']:.4f} |"
+        for name, r in rows.items()
+    ]
+    return (
+        "| schedule | $\\eta^{(1)}$ | $\\sigma_\\xi$ | median $|\\cos|$ step 1 / 2 | One Step | "
+        "Two Step |\n|---|---|---|---|---|---|\n" + "\n".join(out)
+    )
