@@ -649,6 +649,28 @@ def _check_transformer(params):
 
 TRANSFORMER_CLAIMS = (
     Claim(
+        id="kq-measure-on-known-matrices",
+        source="this book (the measure of Figure 4.3)",
+        kind="identity",
+        statistic="the largest |score - its derived value| at the run's p, float64: the top-4 "
+        "fraction of cos * cos (1), of one 2-D wave (1) and of two products at different "
+        "frequency pairs (1/2, p > 3); the (+-zeta1, +-zeta2) share of cos * cos (1), of a 1-D "
+        "wave (0) and of the two products (1/2, p > 3)",
+        rule=AtMost(1e-12, strict=True),
+        could_fail="a measure that folds the wrong coefficients, keeps the mean, or counts a 1-D "
+        "wave as a 2-D cosine misses a derived value by order 1, and the caveat's argument "
+        "(two products score 1/2) would not hold for the statistic the claim reads",
+        amended=(
+            Amendment(
+                "2026-12-05",
+                previous="the same tolerance, without the (+-zeta1, +-zeta2) share of the two "
+                "products",
+                reason="the caveat on Figure 4.3's floor of 1/2 rests on that share: it is "
+                "measured too",
+            ),
+        ),
+    ),
+    Claim(
         id="transformer-fits-training-split",
         source="this book (the Figure 4.3 run)",
         kind="prediction",
