@@ -157,6 +157,17 @@ def test_feature_noise_onset_by_hand():
         fth.feature_noise_onset(2.0, 1.75, 0.02, 30.0)
 
 
+def test_early_window_growth_by_hand():
+    # s* (w0 - tau + A/k) = s_dag (alpha (w0 + A) - tau - A/lam) at A = 3.22 / 0.35833...
+    got = fth.early_window_growth(2.26, 1.75, 0.4, 30.0, 3, 2, 8)
+    want = (3 * 0.51 + 2 * (1.75 - 0.4 * 2.26)) / (2 * (0.4 - 1 / 30) - 3 / 8)
+    assert got == pytest.approx(want, rel=1e-12)
+    lhs = 3 * (2.26 - 1.75 + got / 8)
+    rhs = 2 * (0.4 * (2.26 + got) - 1.75 - got / 30)
+    assert lhs == pytest.approx(rhs, rel=1e-12)
+    assert fth.early_window_growth(2.26, 1.75, 0.1, 30.0, 3, 2, 8) == math.inf  # rho < 1: never
+
+
 # -- per-seed statistics --------------------------------------------------------------------------
 def test_lowest_mean_picks_the_row_with_the_lowest_mean():
     values = [[0.5, 0.4], [0.1, 0.6], [0.2, 0.3]]  # means 0.45, 0.35, 0.25

@@ -267,6 +267,16 @@ COARSE_CLAIMS = (
         could_fail="float32 round-off leaves about 1e-6; one patch more or less in a detector's "
         "activations moves it by at least 2 sigma_zeta sqrt(d)/(s* N) (1.6e-4 at the default "
         "preset), and neurons mixed across outputs by order one",
+        amended=(
+            Amendment(
+                AMENDED,
+                previous="the same bound over the singleton detectors of every feature of each "
+                "output, the other superclass's included (a first smoke run gave 0.58: fails)",
+                reason="eqs. 32 and 34 are about an output's own features; a detector of the "
+                "other superclass's feature is pushed down and falls silent at a time set by its "
+                "own w(0), so those never move together and were not the equations' statement",
+            ),
+        ),
     ),
     Claim(
         id="ratio-step-one-is-k",

@@ -159,3 +159,16 @@ def feature_noise_onset(w0: float, tau: float, alpha: float, lam_b: float) -> fl
             f"parameter 'alpha' = {alpha} is not allowed: it must exceed 1 / lam_b = {1 / lam_b}"
         )
     return max(0.0, (tau - alpha * w0) / (alpha - 1 / lam_b))
+
+
+def early_window_growth(w0, tau, alpha, lam_b, s_star, s_dagger, k) -> float:
+    """This book's end of Theorem 5.1's early window (D3): the common growth ``A`` (units of
+    sigma0) at which the wrong output's response to the ``s_dagger`` feature-noise patches,
+    ``s_dagger (alpha (w0 + A) - tau - A / lam_b)``, overtakes the right output's response to the
+    ``s_star`` subclass patches, ``s_star (w0 - tau + A / k)`` (its detectors grow k times slower,
+    eq. D1; the same number of detectors on each side). ``inf`` when it never does: as A grows the
+    comparison becomes ``rho (1 - 1/(lam_b alpha)) > 1``, eq. D5."""
+    rate = s_dagger * (alpha - 1 / lam_b) - s_star / k
+    if rate <= 0:
+        return math.inf
+    return max(0.0, (s_star * (w0 - tau) + s_dagger * (tau - alpha * w0)) / rate)
