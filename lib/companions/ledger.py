@@ -764,6 +764,15 @@ def counted(claims: Iterable[dict]) -> list[dict]:
     return registered if registered else claims
 
 
+def _sentence(text: str) -> str:
+    """``text`` as a sentence: a capital first letter and a full stop."""
+    text = text.strip()
+    if not text:
+        return ""
+    text = text[0].upper() + text[1:]
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
 def summary_markdown(claims: Iterable[dict]) -> str:
     """A chapter's summary from its claims: the counts by status, then each claim that differs,
     is inconclusive or fails, with its one-line reason, and each amended rule."""
@@ -779,14 +788,15 @@ def summary_markdown(claims: Iterable[dict]) -> str:
         for c in claims:
             if c["status"] != status:
                 continue
-            why = claim_note(c) if status == "inconclusive" else (c.get("note") or "")
+            rule = c.get("rule") or _fmt(c.get("expected"))
+            line = f"- **{heading}:** `{c['id']}` ({c['source']}): {observed_text(c)}"
+            line += f", against the rule {rule}."
+            why = claim_note(c) if status == "inconclusive" else str(c.get("note") or "")
+            if why:
+                line += f" {_sentence(why)}"
             if status != "inconclusive" and c.get("could_fail"):
-                why = (why + "; " if why else "") + f"what this means: {c['could_fail']}"
-            lines.append(
-                f"- **{heading}:** `{c['id']}` ({c['source']}): {c.get('statistic') or ''} "
-                f"{observed_text(c)} against the rule {c.get('rule') or _fmt(c.get('expected'))}"
-                + (f". {why}" if why else "")
-            )
+                line += f" {_sentence(c['could_fail'])}"
+            lines.append(line)
     for c in claims:
         for a in c.get("amended", []):
             lines.append(

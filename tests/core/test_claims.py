@@ -294,7 +294,7 @@ def test_the_summary_counts_and_explains_what_differs(led):
     summary = led.summary()
     assert "3 claims" in summary and "2 differs" in summary and "1 holds" in summary
     assert summary.count("**Differs:**") == 2
-    assert "a weaker method scores below 0.85" in summary  # the registered meaning of a differs
+    assert "A weaker method scores below 0.85." in summary  # the registered meaning of a differs
     assert "**Amended:**" in summary and "2026-12-01" in summary
 
 

@@ -20,21 +20,42 @@ def optimum_table(cases, shown_n: int) -> str:
     return "\n".join(rows)
 
 
-def best_rank_table(eigenvalues, N, task, eval_m, sigmas) -> str:
-    """Markdown: the rank with the lowest evaluation loss (Theorem 5.4.2, closed form) for each
-    ``M`` (rows) and noise level ``sigma`` (columns), for the task with coordinates ``task``."""
+def best_ranks(eigenvalues, N, task, eval_m, sigmas) -> dict:
+    """``{(M, sigma): r}``: the rank with the lowest evaluation loss of Theorem 5.4.2 (closed
+    form) for each ``M`` and noise level ``sigma``, for the task with coordinates ``task``."""
     d = len(eigenvalues)
 
     def loss(r, M, sigma):
         s, xi = list(task[:r]) + [0.0] * (d - r), [0.0] * r + list(task[r:])
         return theory.theorem_5_4_2(eigenvalues, N, M, sigma**2, s, xi, r)
 
+    return {(M, x): min(range(d + 1), key=lambda r: loss(r, M, x)) for M in eval_m for x in sigmas}
+
+
+def best_rank_table(best: dict, eval_m, sigmas) -> str:
+    """Markdown: :func:`best_ranks` with a row per ``M`` and a column per ``sigma``."""
     head = "| M | " + " | ".join(f"σ = {x}" for x in sigmas) + " |"
     rows = [head, "|---|" + "---|" * len(sigmas)]
-    for M in eval_m:
-        best = [min(range(d + 1), key=lambda r: loss(r, M, x)) for x in sigmas]
-        rows.append(f"| {M} | " + " | ".join(map(str, best)) + " |")
+    rows += [f"| {M} | " + " | ".join(str(best[M, x]) for x in sigmas) + " |" for M in eval_m]
     return "\n".join(rows)
+
+
+def best_rank_reading(best: dict, d: int, eval_m, sigmas) -> str:
+    """One sentence on :func:`best_ranks`, chosen from the table: where a smaller model wins
+    without noise (the finite number of examples), and whether noise lowers the best rank."""
+    without = [M for M in eval_m if best[M, sigmas[0]] < d]
+    lowered = [(M, x) for M in eval_m for x in sigmas[1:] if best[M, x] < best[M, sigmas[0]]]
+    if without:
+        text = (
+            f"Without label noise a smaller model already wins at M in {without}: the finite "
+            "number of examples, not the noise, makes it win there."
+        )
+    else:
+        text = "Without label noise the full rank is best at every M of this grid."
+    if lowered:
+        cells = ", ".join(f"M = {M}, σ = {x}" for M, x in lowered)
+        return text + f" Label noise lowers the best rank further at {cells}."
+    return text + " Label noise does not lower the best rank anywhere on this grid."
 
 
 def figure_tradeoff(closed, grid, d: int, ms, sigmas):
