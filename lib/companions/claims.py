@@ -28,6 +28,8 @@ rule                        decides                                     measured
 :class:`Every`              another rule, in every case of a dict        ``{case: measured value}``
 :class:`RatioOfProportions` the interval of p_a / p_b (two binomial      two pairs (successes,
                             counts, Katz's log method) inside a band    trials)
+:class:`OnlyRefutes`        another rule, which may refute but never     what that rule reads
+                            confirm (a search, a construction)
 ==========================  ==========================================  ==========================
 
 A rule's verdict is True, False or None (undecided: only rules with an interval can be
@@ -35,7 +37,9 @@ undecided). The kind turns it into a status (:func:`status_of`): ``identity`` an
 ``hold`` or ``fail``, and so does a ``prediction`` with an exact rule; a ``prediction`` decided
 with uncertainty (a statistical rule: an interval, standard errors, quantiles of draws), a
 ``reproduction`` and an ``erratum`` are ``reproduced``, ``differs`` or ``inconclusive``. An
-``erratum``'s rule states the source's statement: ``differs`` confirms the erratum. A rule changed after its claim was published is kept, with the date and the
+``erratum``'s rule states the source's statement: ``differs`` confirms the erratum; where only a
+search or a construction stands against the statement, :class:`OnlyRefutes` keeps a failed search
+``inconclusive``. A rule changed after its claim was published is kept, with the date and the
 reason, as an :class:`Amendment`: the ledger decides the earlier rule too, where the measured
 value fits it, and shows both.
 """
@@ -504,12 +508,30 @@ class Trend(Rule):
     def decide(self, measured: Any) -> Decision:
         if isinstance(measured, (str, bytes)) or not isinstance(measured, Sequence):
             raise BadMeasurement(f"a trend needs one value list per point, not {measured!r}")
+        if len(measured) < 2:
+            raise BadMeasurement(f"a trend needs two points or more, got {len(measured)}")
+        if all(isinstance(g, Estimate) for g in measured):
+            return self._decide_estimates(list(measured))
         groups = [_values(g, f"point {i} of the sweep") for i, g in enumerate(measured)]
-        if len(groups) < 2:
-            raise BadMeasurement(f"a trend needs two points or more, got {len(groups)}")
         verdict = stats.monotone(groups, self.direction == "decreasing", self.level)
         means = [stats.mean_and_se(g)[0] for g in groups]
         return Decision(verdict, means, " → ".join(fmt(m) for m in means), {"values": groups})
+
+    def _decide_estimates(self, points: list[Estimate]) -> Decision:
+        """Independent estimates (a Monte Carlo per point): each step by Welch's t on the two
+        means and their standard errors."""
+        verdicts = []
+        for a, b in zip(points, points[1:]):
+            effect = (b.mean - a.mean) if self.direction == "increasing" else (a.mean - b.mean)
+            se = math.hypot(a.se, b.se)
+            if se == 0:
+                verdicts.append(None if effect == 0 else effect > 0)
+                continue
+            df = stats.welch_df(a.se, a.n, b.se, b.n)
+            verdicts.append(_fixed(effect, stats.t_critical(df, self.level) * se))
+        means = [p.mean for p in points]
+        shown = " → ".join(f"{fmt(p.mean)} ± {fmt(p.se)}" for p in points)
+        return Decision(stats.all_of(verdicts), means, shown, {"se": [p.se for p in points]})
 
     def text(self) -> str:
         return f"means {self.direction} at every step ({self.level:.0%} Welch t per step)"
@@ -679,6 +701,29 @@ class RatioOfProportions(Rule):
             else f"in [{fmt(self.low)}, {fmt(self.high)}]"
         )
         return f"p_a / p_b {band} ({self.level:.0%} Katz log interval)"
+
+
+@dataclass(frozen=True)
+class OnlyRefutes(Rule):
+    """A search or a construction can refute a statement, never confirm it: ``rule`` (the
+    statement, as the source makes it) decides as usual, but where it would confirm it, the claim
+    stays undecided. An erratum found by a search: a counterexample ``differs``; no
+    counterexample is ``inconclusive``, not ``reproduced``."""
+
+    rule: Rule
+    can_be_undecided: ClassVar[bool] = True
+
+    @property
+    def statistical(self) -> bool:  # type: ignore[override]
+        return self.rule.statistical
+
+    def decide(self, measured: Any) -> Decision:
+        inner = self.rule.decide(measured)
+        verdict = False if inner.verdict is False else None
+        return Decision(verdict, inner.observed, inner.shown, inner.extra)
+
+    def text(self) -> str:
+        return f"{self.rule.text()}; refutable only (no search confirms it)"
 
 
 @dataclass(frozen=True)

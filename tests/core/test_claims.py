@@ -464,3 +464,20 @@ def test_seeds_to_decide_is_the_first_count_whose_interval_clears_the_boundary(m
     assert C._seeds_needed(mean, sd, boundary, 0.95) == plain
     assert C._seeds_needed(boundary, sd, boundary, 0.95) is None  # on the boundary: never
     assert C._seeds_needed(mean, 1e9, boundary, 0.95) is None  # beyond 1000 seeds
+
+
+def test_a_trend_of_independent_estimates_is_decided_step_by_step():
+    rising = [C.Estimate(0.0, 0.01, 10_000), C.Estimate(0.1, 0.01, 10_000)]
+    assert C.Trend("increasing").decide(rising).verdict is True
+    assert C.Trend("decreasing").decide(rising).verdict is False
+    # a step of 0.02 against se hypot(0.01, 0.01) = 0.0141: t = 1.41 < 1.96, undecided
+    close = [C.Estimate(0.0, 0.01, 10_000), C.Estimate(0.02, 0.01, 10_000)]
+    assert C.Trend("increasing").decide(close).verdict is None
+
+
+def test_only_refutes_never_confirms():
+    rule = C.OnlyRefutes(C.AtLeast(1.0))
+    assert rule.can_be_undecided and not rule.statistical
+    assert rule.decide(0.7).verdict is False  # a counterexample refutes
+    assert rule.decide(1.3).verdict is None  # none found: undecided, not confirmed
+    assert C.status_of("erratum", rule, None) == "inconclusive"
