@@ -186,3 +186,26 @@ def test_draw_batch_and_take():
 def test_parseval_check_counts_violations():
     num = theory.integer_features(6, 5, np.random.default_rng(0), L=6)
     assert theory.parseval_check(num, 6, 2)["parseval_violations"] == 0
+
+
+# -- Theorem 2.1's rate algebra and (A.262) --------------------------------------------------------
+def test_theorem_2_1_residuals_vanish_and_a_wrong_rate_would_not():
+    import sympy as sp
+
+    r = theory.theorem_2_1_rates()
+    assert len(r["residuals"]) == 6 and all(x == 0 for x in r["residuals"])
+    k, m, T, _ = r["symbols"]
+    wrong = k**2 / (T * m ** sp.Rational(1, 2))  # another late rate than (A.276)'s
+    assert sp.simplify(k**4 * wrong**2 * T**2 - k**8 / m ** sp.Rational(2, 3)) != 0
+
+
+def test_weight_decay_alone_breaks_a262_as_printed():
+    """A neuron whose gradient vanishes (inactive on every point) only decays:
+    ||w^(t) - w^(2)|| = (1 - (1 - 2 eta lam)^s) ||w^(2)|| after s later steps, which exceeds
+    (A.262)'s 2 eta lam ||w^(2)|| + eta^2 t^2 + t |a^(2)| (t = s + 2, a^(2) = 0) when
+    ||w^(2)|| is large against eta, while the sum of (A.261), 2 s eta lam ||w^(2)||, holds."""
+    eta, lam, w2 = 0.01, 0.5, 1.0
+    s = np.arange(1, 40)
+    drift = (1 - (1 - 2 * eta * lam) ** s) * w2
+    printed = 2 * eta * lam * w2 + eta**2 * (s + 2) ** 2
+    assert (drift > printed).any() and (drift <= 2 * s * eta * lam * w2 + 1e-15).all()

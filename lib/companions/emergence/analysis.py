@@ -228,7 +228,11 @@ def lemma_a18_drift(
 
     the sums of the per-step increments (A.253), (A.261) and (A.267) (the hinge's derivative and
     ``sigma'`` are at most 1 in absolute value; biases are not regularised). Returns the largest
-    ratio left side / right side of each (at most 1 if the bounds hold) and the drifts at ``T``."""
+    ratio left side / right side of each (at most 1 if the bounds hold), the drifts at ``T``, and
+    ``ratio_a262``: the largest ratio of ``||w_i^(t) - w_i^(2)||`` to the right side of (A.262) as
+    the source prints it, ``2 eta lam ||w_i^(2)|| + eta^2 t^2 + t |a_i^(2)|`` with the source's
+    step index ``t`` (the later steps start at ``t = 3``), without the factor ``t`` on the first
+    term that the sum of (A.261) gives."""
     from fractions import Fraction
 
     from companions.emergence import data as em_data
@@ -254,7 +258,7 @@ def lemma_a18_drift(
         raise ValueError(f"parameter 'lam' = {lam} is not allowed: need 0 <= 2 eta lam < 1")
     R = float(x.norm(dim=1).max())
     a2, w2n = p2.a.abs(), p2.W.norm(dim=1)
-    worst = {"a": 0.0, "w": 0.0, "b": 0.0}
+    worst = {"a": 0.0, "w": 0.0, "b": 0.0, "a262": 0.0}
     counter = [0]
 
     def evaluate(p):
@@ -263,10 +267,13 @@ def lemma_a18_drift(
         if t == 0:
             return {}
         lin = t * eta * a2 + eta**2 * t * (t - 1) / 2
+        drift_w = (p.W - p2.W).norm(dim=1)
+        tt = t + 2  # the source's step index: the later steps start at t = 3
         ratios = {
             "a": p.a.abs() / (eta * t + a2),
-            "w": (p.W - p2.W).norm(dim=1) / (2 * t * eta * lam * w2n + R * lin),
+            "w": drift_w / (2 * t * eta * lam * w2n + R * lin),
             "b": (p.b - p2.b).abs() / lin,
+            "a262": drift_w / (2 * eta * lam * w2n + eta**2 * tt**2 + tt * a2),
         }
         for key, r in ratios.items():
             worst[key] = max(worst[key], float(r.max()))
@@ -290,6 +297,7 @@ def lemma_a18_drift(
         "ratio_a": worst["a"],
         "ratio_w": worst["w"],
         "ratio_b": worst["b"],
+        "ratio_a262": worst["a262"],
         "eta": eta,
         "lam": lam,
         "R": R,

@@ -870,7 +870,7 @@ FIXED = register_chapter(
         },
         checks=(_check_fixed,),
         snap=_snap_fixed,
-        # claims=FIXED_CLAIMS,
+        claims=FIXED_CLAIMS,
     )
 )
 

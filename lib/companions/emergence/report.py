@@ -180,3 +180,110 @@ def schedules_table(rows: dict) -> str:
         "| schedule | $\\eta^{(1)}$ | $\\sigma_\\xi$ | median $|\\cos|$ step 1 / 2 | One Step | "
         "Two Step |\n|---|---|---|---|---|---|\n" + "\n".join(out)
     )
+
+
+# -------------------------------------------------------------------------------------------------
+# emergence-fixed-features
+# -------------------------------------------------------------------------------------------------
+def figure_bound():
+    """Theorem 2.2's bound (linear reading), clipped at 0, against the number of features and
+    against ``k``."""
+    fig, axes = plots.subplots(1, 2, width=4.8, height=3.4)
+    Ns = np.logspace(0, 14, 300)
+    for i, k in enumerate((5, 11, 21)):
+        for B, ls in ((1.0, "-"), (10.0, "--")):
+            bound = [max(th.fixed_feature_bound(N, B, k, 0.5), 0) for N in Ns]
+            axes[0, 0].plot(Ns, bound, ls, color=plots.color(i), label=f"$k={k}$, $B={B:g}$")
+    axes[0, 0].set_xscale("log")
+    axes[0, 0].set_xlabel("number of features $N$")
+    axes[0, 0].set_ylabel("hinge-loss lower bound ($p_o=1/2$)")
+    axes[0, 0].legend(fontsize=7)
+    ks = np.arange(3, 32, 2)
+    for i, (N, B) in enumerate(((10**3, 1.0), (10**6, 1.0), (10**6, 100.0))):
+        axes[0, 1].plot(
+            ks,
+            [max(th.fixed_feature_bound(N, B, int(k), 0.5), 0) for k in ks],
+            "o-",
+            ms=3,
+            color=plots.color(i),
+            label=f"$N=10^{{{int(np.log10(N))}}}$, $B={B:g}$",
+        )
+    axes[0, 1].axhline(0.5, color=plots.color(7), lw=0.8)
+    axes[0, 1].set_xlabel("$k$")
+    axes[0, 1].legend(fontsize=7)
+    fig.suptitle("Theorem 2.2: $p_o(1-\\sqrt{2N}B/2^k)$, clipped at 0")
+    fig.tight_layout()
+    return fig
+
+
+FIXED_NAMES = {
+    "network": "network (Adam)",
+    "network-theory": "network (theory rate)",
+    "rf": "random features",
+    "ntk": "NTK",
+    "kernel": "RBF kernel ridge",
+    "laplace": "Laplace kernel ridge",
+}
+
+
+def comparison_table(runs: list, ceiling: float) -> str:
+    """Mean ± standard error over the seeds of every method's train, test and uniform-part
+    accuracy and max cosine (:func:`experiments.fixed_feature_comparison` results)."""
+    rows = []
+    for key, label in FIXED_NAMES.items():
+        cos = (
+            _mean_se(r[key]["cos"] for r in runs)
+            if key in ("network", "network-theory", "rf")
+            else "NA"
+        )
+        cells = [_mean_se(r[key][col] for r in runs) for col in ("train", "test", "uniform part")]
+        rows.append(f"| {label} | {' | '.join(cells)} | {cos} |")
+    return (
+        "| method | train | test ($\\mathcal D^{\\rm mix}$) | test (uniform part) | max cos |\n"
+        "|---|---|---|---|---|\n"
+        + "\n".join(rows)
+        + f"\n\nMean ± standard error over {len(runs)} seeds. Best linear classifier: "
+        f"{ceiling:.4f} on the mixture, {2 * ceiling - 1:.4f} on the uniform part; chance 0.5."
+    )
+
+
+def figure_fixed_curves(runs: dict, ceiling: float):
+    """Test accuracy on the mixture during training (one seed), with the kernels' levels, the
+    best linear classifier and chance."""
+    fig, axes = plots.subplots(1, 1, width=7.0, height=3.8)
+    ax = axes[0, 0]
+    for i, key in enumerate(("network", "network-theory", "rf", "ntk")):
+        h = runs[key]["curve"]
+        shift = 2 if key.startswith("network") else 0
+        ax.plot(
+            np.array(h["step"]) + shift, h["test"], color=plots.color(i), label=FIXED_NAMES[key]
+        )
+    for i, key in enumerate(("kernel", "laplace")):
+        ax.axhline(runs[key]["test"], color=plots.color(4 + i), ls=":", label=FIXED_NAMES[key])
+    ax.axhline(ceiling, color=plots.color(7), ls="--", lw=1, label="best linear classifier")
+    ax.axhline(0.5, color=plots.color(7), lw=0.6)
+    ax.set_xlabel("step (the network's first two steps are the forgetful ones)")
+    ax.set_ylabel("test accuracy on the mixture")
+    ax.set_ylim(0.4, 1.02)
+    ax.legend(fontsize=8, loc="lower right")
+    return fig
+
+
+def kernel_table(runs: dict) -> str:
+    """Corollary 2.3 in this book's explicit form for each kernel predictor of one seed: its
+    norms, ``c_k``, ``eps = ||f||_H sqrt(c_k)``, the bounds and the measured hinge losses."""
+    rows = []
+    for key in ("kernel", "laplace"):
+        r = runs[key]
+        rows.append(
+            f"| {FIXED_NAMES[key]} | {r['alpha_norm']:.3g} | {r['rkhs_norm']:.3g} | "
+            f"{r['c_k']:.3g} | {r['eps']:.3g} | {r['bound_mixture']:.4f} | "
+            f"{float(r['hinge'].mean()):.4f} | {r['bound_uniform_part']:.4f} | "
+            f"{float(r['hinge uniform part'].mean()):.4f} |"
+        )
+    return (
+        "| kernel | $\\|\\alpha\\|_2$ | $\\|f\\|_{\\mathcal H}$ | $c_k$ | $\\epsilon$ | "
+        "bound on $\\mathcal D^{\\rm mix}$ | hinge on $\\mathcal D^{\\rm mix}$ | "
+        "bound on $\\mathcal D^{(0)}$ | hinge on $\\mathcal D^{(0)}$ |\n"
+        "|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows)
+    )

@@ -527,7 +527,10 @@ def theorem_2_1_rates() -> dict:
     ``{k^9/m, k^4 eta^2 T^2, k^3 T/m^2, k^9/(eta T m), eta m}``, gives
     ``{k^9/m, k^8/m^{2/3}, k^3 T/m^2, k^7/m^{2/3}, k^2 m^{2/3}/T}``; at ``T = m^{4/3}`` the largest
     is ``k^8/m^{2/3}`` once ``m >= k^3``, and ``k^8/m^{2/3} = epsilon`` gives the width
-    ``m = k^12/epsilon^{3/2}`` of Theorem 2.1."""
+    ``m = k^12/epsilon^{3/2}`` of Theorem 2.1. ``residuals``: the source's (A.282) against the
+    substitution (its three terms, and the two others over ``k^8/m^{2/3}`` against ``1/u`` at
+    ``m = k^3 u^3`` and ``1/k``), and the width against Theorem 2.1's; all 0 when (A.282) and the
+    width follow from (A.281)."""
     import sympy as sp
 
     k, m, T, eps = sp.symbols("k m T epsilon", positive=True)
@@ -543,7 +546,20 @@ def theorem_2_1_rates() -> dict:
     ]
     at_T = [sp.simplify(t.subs(T, m ** sp.Rational(4, 3))) for t in substituted]
     width = sp.solve(sp.Eq(k**8 / m ** sp.Rational(2, 3), eps), m)
+    # against the source's (A.282): its three terms, and the two others of (A.281) over k^8/m^(2/3),
+    # which are at most 1 once m >= k^3 (with m = k^3 u^3, u >= 1: 1/u and 1/k)
+    u = sp.Symbol("u", positive=True)
+    lead = k**8 / m ** sp.Rational(2, 3)
+    residuals = [
+        substituted[1] - lead,
+        substituted[2] - k**3 * T / m**2,
+        substituted[4] - k**2 * m ** sp.Rational(2, 3) / T,
+        (substituted[0] / lead).subs(m, k**3 * u**3) - 1 / u,
+        substituted[3] / lead - 1 / k,
+        *(w - k**12 / eps ** sp.Rational(3, 2) for w in width),
+    ]
     return {
+        "residuals": [sp.simplify(r) for r in residuals],
         "substituted": substituted,
         "matches": all(sp.simplify(a - b) == 0 for a, b in zip(substituted, expected)),
         "at_T": at_T,
