@@ -1,7 +1,9 @@
 """Grading a class (companions.book.judge, companions.book.sandbox, assign.grade_class, the CLI's
 grade on a folder): answers read back as data, never code; a submission that rebinds the checkers
 scores nothing; a notebook that loops, allocates without bound or writes outside its folder is
-stopped and reported; a folder gets a gradebook that resumes.
+stopped and reported; a folder gets a gradebook that resumes. Submissions run in the
+operating-system sandbox (bubblewrap): notebooks that attack it score nothing and leave nothing;
+without bubblewrap, grading stops unless told --no-sandbox.
 
 The unit tests are quick. The class tests build one chapter's assignment (the quickest to run) and
 grade small notebooks of it; each notebook costs a kernel start.
