@@ -961,7 +961,7 @@ STRUCTURE = register_chapter(
             ),
         },
         checks=(_check_structure,),
-        # claims=STRUCTURE_CLAIMS,
+        claims=STRUCTURE_CLAIMS,
     )
 )
 

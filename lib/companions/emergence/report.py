@@ -287,3 +287,63 @@ def kernel_table(runs: dict) -> str:
         "bound on $\\mathcal D^{(0)}$ | hinge on $\\mathcal D^{(0)}$ |\n"
         "|---|---|---|---|---|---|---|---|---|\n" + "\n".join(rows)
     )
+
+
+# -------------------------------------------------------------------------------------------------
+# emergence-no-structure
+# -------------------------------------------------------------------------------------------------
+STRUCTURE_NAMES = {"network": "network", "rf": "random features", "ntk": "NTK"}
+
+
+def sq_table(cases) -> str:
+    """Theorem 2.4's numbers for ``(D, k)`` pairs: ``binom(D, k)``, the queries (or ``1/tau``) it
+    forces, and the error threshold."""
+    rows = []
+    for D, k in cases:
+        q = th.sq_numbers(D, k)
+        rows.append(
+            f"| {D} | {k} | {q['sq_dim']:,} | {q['queries']:.4g} | "
+            f"$1/2-{float(q['error_threshold_gap']):.3g}$ |"
+        )
+    return (
+        "| $D$ | $k$ | $\\binom Dk$ | queries or $1/\\tau$ at least | error threshold |\n"
+        "|---|---|---|---|---|\n" + "\n".join(rows)
+    )
+
+
+def structure_table(pairs: list) -> str:
+    """Mean ± standard error over the seeds: each method without structure, the network with
+    it, and the initialisation's max cosine (:func:`experiments.structure_pair` results)."""
+    rows = []
+    for key, label in STRUCTURE_NAMES.items():
+        cos = _mean_se(p["free"][key]["cos"] for p in pairs) if key != "ntk" else "NA"
+        cells = [_mean_se(p["free"][key][col] for p in pairs) for col in ("train", "test")]
+        rows.append(f"| {label} | {' | '.join(cells)} | {cos} |")
+    ref = [_mean_se(p["ref"]["network"][col] for p in pairs) for col in ("train", "test", "cos")]
+    rows.append(f"| network, with structure | {' | '.join(ref)} |")
+    rows.append(
+        f"| (initialisation, no structure) | | | {_mean_se(p['cos_init'] for p in pairs)} |"
+    )
+    return (
+        "| method (no structure) | train | test | max cos |\n|---|---|---|---|\n"
+        + "\n".join(rows)
+        + f"\n\nMean ± standard error over {len(pairs)} seeds."
+    )
+
+
+def figure_no_structure(pair: dict):
+    """Test accuracy during training without input structure and, for the network, with it
+    (one seed)."""
+    fig, axes = plots.subplots(1, 1, width=7.0, height=3.6)
+    ax = axes[0, 0]
+    for i, (key, label) in enumerate(STRUCTURE_NAMES.items()):
+        h = pair["free"][key]["curve"]
+        ax.plot(h["step"], h["test"], color=plots.color(i), label=f"{label}, no structure")
+    h = pair["ref"]["network"]["curve"]
+    ax.plot(h["step"], h["test"], color=plots.color(0), ls="--", label="network, with structure")
+    ax.axhline(0.5, color=plots.color(7), lw=0.8)
+    ax.set_xlabel("step after the two forgetful steps (Adam)")
+    ax.set_ylabel("test accuracy")
+    ax.set_ylim(0.4, 1.02)
+    ax.legend(fontsize=8)
+    return fig
