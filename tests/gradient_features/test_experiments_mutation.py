@@ -3,11 +3,10 @@ worked out by hand (issue 23, mutation testing).
 
 - ``one_step`` / ``population_fraction`` / ``uniform_parity_init`` / ``multi_index_alignment``:
   the same draws from the generator, in order, and the arithmetic written out.
-- ``nice_fractions``: the cone event of (3.6) neuron by neuron.
+- ``nice_counts``: Lemma 3.13's set, (B.19)-(B.21), neuron by neuron.
 - ``compare_methods`` / ``uniform_parity_run``: what each method is handed (the trainings replaced
   by recorders) and the accuracies read from what they return.
-- ``equivalence`` / ``log10_or_floor`` / ``rademacher`` / ``rademacher_bound`` / ``expected_yx``:
-  by hand.
+- ``rademacher_bound`` / ``expected_yx`` / ``pooled``: by hand.
 """
 
 from __future__ import annotations
@@ -66,30 +65,67 @@ def _hits_by_hand(W, b, X, y, D, gamma, B_G):
     return out
 
 
+def _nice_by_hand(net0, X, y, D, gamma, B_G, block):
+    """(S, r): how many neurons of ``block`` have w^(1) = -eta l'(0) a G~ with
+    <w^(1), D_j> > (1 - gamma) ||w^(1)|| and ||G~|| >= B_G."""
+    S, n = X.shape[0], X.shape[1]
+    out = torch.zeros(S, D.shape[0], dtype=torch.int64)
+    for s in range(S):
+        for i in range(block.start, block.stop):
+            w, b, a = net0.W[s, i], net0.b[s, i], net0.a[s, i]
+            G = sum(y[s, ell] * X[s, ell] * float(X[s, ell] @ w > b) for ell in range(n)) / n
+            step = a * G  # -eta l'(0) > 0: the same direction as w^(1)
+            for j in range(D.shape[0]):
+                norm = float(step.norm())
+                inside = norm > 0 and float(step @ D[j]) > (1 - gamma) * norm
+                out[s, j] += int(inside and float(G.norm()) >= B_G)
+    return out
+
+
 @pytest.mark.parametrize("sign", [1, -1])
-def test_nice_fractions_neuron_by_neuron(sign):
+def test_nice_counts_neuron_by_neuron(sign):
     dist = _mixture()
     g = torch.Generator().manual_seed(2)
     net0 = nw.symmetric_init(2, 3, 4, 1.0, 1.0, 0.1, g, F64)
     X, y = dist.sample(2, 6, g, F64)
     D = dist.directions.float()  # cast to G's dtype inside
-    got = ex.nice_fractions(net0, X, y, D, [0.2, 0.6], 0.05, 3, sign=sign)
-    assert got.shape == (2, 2, 2) and got.dtype == F64
+    got = ex.nice_counts(net0, X, y, D, [0.2, 0.6], 0.05, 3, sign=sign)
+    assert got.shape == (2, 2, 2) and got.dtype == torch.int64
     block = slice(0, 3) if sign == 1 else slice(3, 6)
     for k, gamma in enumerate([0.2, 0.6]):
-        want = _hits_by_hand(net0.W[:, block], net0.b[:, block], X, y, D.double(), gamma, 0.05)
-        assert torch.allclose(got[k], want, atol=1e-12)
+        want = _nice_by_hand(net0, X, y, D.double(), gamma, 0.05, block)
+        assert torch.equal(got[k], want)
     if sign == 1:
-        default = ex.nice_fractions(net0, X, y, D, [0.6], 0.05, 3)
+        default = ex.nice_counts(net0, X, y, D, [0.6], 0.05, 3)
         assert torch.equal(default[0], got[1])
 
 
-def test_nice_fractions_sign_is_checked():
+def test_nice_counts_keep_one_side_of_the_cone():
+    # one neuron per block, a single point x = e_1 with y = 1: G~ = e_1 for the active neuron;
+    # a > 0 puts w^(1) along +e_1 (counted for D = e_1), a < 0 along -e_1 (not counted)
+    X, y = torch.tensor([[[1.0, 0.0]]], dtype=F64), torch.ones(1, 1, dtype=F64)
+    D = torch.eye(2, dtype=F64)
+    for a, want in ((0.7, [[1, 0]]), (-0.7, [[0, 0]])):
+        net0 = nw.Net(
+            torch.tensor([[a, -a, -a, a]], dtype=F64),
+            torch.tensor([[[1.0, 0.0], [-1.0, 0.0], [1.0, 0.0], [-1.0, 0.0]]], dtype=F64),
+            torch.tensor([[0.5, -0.5, 0.5, -0.5]], dtype=F64),
+        )
+        assert ex.nice_counts(net0, X, y, D, [0.5], 0.0, 1)[0].tolist() == want
+    # the two-sided event of Definition 3.7 counts both signs of a
+    assert nw.feature_hits(torch.tensor([[-1.0, 0.0]], dtype=F64), D, 0.5, 0.0).tolist() == [
+        [True, False]
+    ]
+
+
+def test_nice_counts_check_sign_and_gamma():
     net0 = nw.symmetric_init(1, 1, 2, 1.0, 1.0, 0.1, torch.Generator(), F64)
     X, y = torch.zeros(1, 2, 2, dtype=F64), torch.ones(1, 2, dtype=F64)
     for bad in (0, 2):
         with pytest.raises(ValueError, match=f"parameter 'sign' = {bad} is not allowed"):
-            ex.nice_fractions(net0, X, y, torch.eye(2), [0.5], 0.0, 1, sign=bad)
+            ex.nice_counts(net0, X, y, torch.eye(2), [0.5], 0.0, 1, sign=bad)
+    with pytest.raises(ValueError, match="parameter 'gamma' = 1.0"):
+        ex.nice_counts(net0, X, y, torch.eye(2), [1.0], 0.0, 1)
 
 
 @pytest.mark.parametrize("chunk", [4, 512])
@@ -114,6 +150,26 @@ def test_population_fraction_chunk_by_chunk(chunk):
         p2, _ = ex.population_fraction(dist, D, [0.3, 0.7], 0.01, 0.8, 0.05, 10, 7,
                                        torch.Generator().manual_seed(3))  # fmt: skip
         assert torch.equal(p2, p)
+
+
+def test_population_counts_with_a_negative_bias_and_pooled():
+    dist = _mixture()
+    D = dist.directions
+    counts = ex.population_counts(dist, D, [0.3, 0.7], 0.01, 0.8, 0.05, 10, 7,
+                                  torch.Generator().manual_seed(3), sign=-1)  # fmt: skip
+    g = torch.Generator().manual_seed(3)
+    X, y = dist.sample(1, 7, g, F64)
+    W = torch.randn(1, 10, 4, generator=g, dtype=F64) * 0.8
+    b = torch.full((1, 10), -0.05, dtype=F64)
+    for k, gamma in enumerate([0.3, 0.7]):
+        want = _hits_by_hand(W, b, X, y, D, gamma, 0.01)[0] * 10
+        assert torch.equal(counts[k], want.round().long())
+    p, _ = ex.population_fraction(dist, D, [0.3, 0.7], 0.01, 0.8, 0.05, 10, 7,
+                                  torch.Generator().manual_seed(3), sign=-1)  # fmt: skip
+    assert torch.equal(p, counts.double() / 10)
+    with pytest.raises(ValueError, match="parameter 'sign' = 0"):
+        ex.population_counts(dist, D, [0.3], 0.0, 1.0, 0.1, 2, 2, torch.Generator(), sign=0)
+    assert ex.pooled(torch.tensor([[1, 2], [3, 4]]), 10) == (10, 40)
 
 
 def _record_trainings(monkeypatch, bump=0.5):
@@ -172,42 +228,7 @@ def test_compare_methods_hands_each_method_its_start(monkeypatch):
     assert all(v.device.type == "cpu" for v in out.values())
 
 
-def test_equivalence_table():
-    def table(values):
-        def decide(mean, se, n, margin):
-            assert (se, n, margin) == (0.1, 5, 0.3)
-            return values[mean]
-
-        return decide
-
-    eq = ex.equivalence
-    assert eq(1.0, 0.1, 5, 0.3, table({1.0: True, -1.0: False})) is False
-    assert eq(1.0, 0.1, 5, 0.3, table({1.0: False, -1.0: True})) is False
-    assert eq(1.0, 0.1, 5, 0.3, table({1.0: None, -1.0: True})) is False
-    assert eq(1.0, 0.1, 5, 0.3, table({1.0: False, -1.0: False})) is True
-    assert eq(1.0, 0.1, 5, 0.3, table({1.0: False, -1.0: None})) is None
-    assert eq(1.0, 0.1, 5, 0.3, table({1.0: None, -1.0: False})) is None
-    assert eq(1.0, 0.1, 5, 0.3, table({1.0: None, -1.0: None})) is None
-
-
-def test_log10_or_floor():
-    assert ex.log10_or_floor(1000.0) == pytest.approx(3.0)
-    assert ex.log10_or_floor(1e-5) == pytest.approx(-5.0)
-    assert ex.log10_or_floor(0.0) == -300.0
-    assert ex.log10_or_floor(-2.0, floor=-7.0) == -7.0
-
-
-def test_rademacher_draws_and_bound():
-    Fm = torch.randn(5, 3, generator=torch.Generator().manual_seed(5), dtype=F64)
-    mean, se = ex.rademacher(Fm, 2.0, 6, torch.Generator().manual_seed(6))
-    g = torch.Generator().manual_seed(6)
-    eps = torch.randint(0, 2, (6, 5), generator=g).double() * 2 - 1
-    vals = [
-        2.0 / 5 * float(sum(eps[t, ell] * Fm[ell] for ell in range(5)).norm()) for t in range(6)
-    ]
-    m = sum(vals) / 6
-    sd = math.sqrt(sum((v - m) ** 2 for v in vals) / 5)
-    assert mean == pytest.approx(m, rel=1e-12) and se == pytest.approx(sd / math.sqrt(6))
+def test_rademacher_bound_by_hand():
     # (B.595): sqrt(B^2 (||W||^2 B_x^2 + ||b||^2) / n), here sqrt(4 (3 * 9 + 4) / 31) = 2
     W = torch.tensor([[1.0, 1.0], [1.0, 0.0]])
     b = torch.tensor([2.0, 0.0])

@@ -76,15 +76,6 @@ def test_guarantee_default_delta_is_one_tenth():
 # -- Lemma 3.14 and the other no-argument sympy checks: their whole output -----------------------
 
 
-def test_cone_geometry_symbolic_in_full():
-    e = sp.Symbol("e", positive=True)
-    assert theory.cone_geometry_symbolic() == {
-        "identity": True,
-        "gap": -2 * e,
-        "gap_negative": True,
-    }
-
-
 def test_multi_index_symbolic_in_full():
     # g = ((a^2 - 1)/sqrt 2 + a b)/sqrt 2: d^2/da^2 = 1, d^2/da db = 1/sqrt 2, d^2/db^2 = 0;
     # H's eigenvalues (1 +- sqrt 3)/2, so kappa = 2 / (sqrt 3 - 1) / sqrt 2 = (sqrt 6 + sqrt 2)/2

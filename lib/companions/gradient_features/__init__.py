@@ -17,8 +17,9 @@ Modules:
   coefficients (B.547) and Lemma B.63 by enumeration;
 * :mod:`~companions.gradient_features.experiments` - one-step measurements and the training
   comparisons the chapters run;
-* :mod:`~companions.gradient_features.report` - a chapter's summary, written from its ledger;
-* :mod:`~companions.gradient_features.chapters` - the chapters' parameters and presets.
+* :mod:`~companions.gradient_features.report` - the chapters' figures and tables;
+* :mod:`~companions.gradient_features.chapters` - the chapters' parameters, presets and registered
+  claims.
 """
 
 from companions.gradient_features import (  # noqa: F401

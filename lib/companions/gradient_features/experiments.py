@@ -2,11 +2,14 @@
 
 * :func:`one_step` - the symmetric initialisation (3.9), a training sample, and the first step of
   Algorithm 1 (B.16)-(B.17);
-* :func:`nice_fractions` - the fraction of the ``m`` neurons with bias sign ``s`` whose simplified
-  gradient vector lies in the cone of a feature with norm ``>= B_G`` (the event of (3.6), measured
-  on the neurons of the run: the ``|G_Nice| / m`` of Lemma 3.13);
-* :func:`population_fraction` - the same probability from fresh weights and a large independent
-  sample (an estimate of ``Pr_w[G(w, b) in C, ||G|| >= B_G]`` of Definition 3.7);
+* :func:`nice_counts` - per seed and feature, the number of the ``m`` neurons with bias sign ``s``
+  in the set (3.14) as (B.19)-(B.21) read it: the first-step weight ``w_i^(1)`` inside the
+  one-sided cone of ``D_j`` (so ``<w_i^(1), D_j> > 0``) with ``||G(w_i, b_i)|| >= B_G``;
+* :func:`population_counts` / :func:`population_fraction` - the probability ``p`` of Definition
+  3.7 (the two-sided cone (3.5) and the norm ``B_G``), from fresh weights and a large independent
+  sample, for either sign of the bias;
+* :func:`frozen_first_layer_run` - Theorem 3.4's setting: the first step, then gradient descent on
+  the second layer alone (Algorithm 4), with the terms of its bound;
 * :func:`compare_methods` - Algorithm 1 against random features, the NTK and a linear model, with
   the same data, optimizer and number of steps.
 """
@@ -41,17 +44,59 @@ def one_step(
     return net0, nw.first_step(net0, X, y, eta1), X, y
 
 
-def nice_fractions(net0, X, y, D, gammas, B_G: float, m: int, sign: int = 1):
-    """Per cone width, seed and feature, the fraction of the ``m`` neurons with
-    ``b_i / |b_i| = sign`` (neurons ``1..m`` for ``+1``, ``m+1..2m`` for ``-1`` in (3.9)) whose
-    ``G~(w_i^(0), b_i)`` is in ``C_{D_j, gamma}`` with norm ``>= B_G``: shape (len(gammas), S, r).
-    The simplified gradient vectors are computed once for every ``gamma``."""
+def nice_counts(net0, X, y, D, gammas, B_G: float, m: int, sign: int = 1) -> torch.Tensor:
+    """Per cone width, seed and feature, the number of the ``m`` neurons with ``b_i / |b_i| =
+    sign`` (neurons ``1..m`` for ``+1``, ``m+1..2m`` for ``-1`` in (3.9)) in the set of Lemma 3.13
+    as (B.19)-(B.21) read it: ``w_i^(1) = -eta l'(0) a_i G~(w_i, b_i)`` has ``<w_i^(1), D_j> >
+    (1 - gamma) ||w_i^(1)||`` (the one-sided cone, so ``a_i <G~, D_j> > 0``: about half of the
+    two-sided hits, (B.22)) and ``||G~|| >= B_G``. Shape (len(gammas), S, r), integers. The
+    simplified gradient vectors are computed once for every ``gamma``."""
     if sign not in (1, -1):
         raise ValueError(f"parameter 'sign' = {sign} is not allowed: it must be +1 or -1")
     block = slice(0, m) if sign == 1 else slice(m, 2 * m)
     G = nw.simplified_gradient(net0.W[:, block], net0.b[:, block], X, y)
     D = D.to(G.dtype)
-    return torch.stack([nw.feature_hits(G, D, g, B_G).to(torch.float64).mean(1) for g in gammas])
+    toward = torch.sign(-nw.HINGE_SLOPE_AT_ZERO * net0.a[:, block])[..., None]  # (S, m, 1)
+    cosine = toward * nw.cone_cosine(G, D)  # the cosine of w^(1) with D_j
+    strong = G.norm(dim=-1, keepdim=True) >= B_G
+    counts = [((cosine > 1 - g) & strong).sum(1) for g in _checked(gammas)]
+    return torch.stack(counts)
+
+
+def _checked(gammas):
+    for g in gammas:
+        if not 0 < g < 1:
+            raise ValueError(f"parameter 'gamma' = {g} is not allowed: it must lie in (0, 1)")
+    return gammas
+
+
+def population_counts(
+    dist,
+    D,
+    gammas,
+    B_G: float,
+    sigma_w: float,
+    b_tilde: float,
+    neurons: int,
+    n: int,
+    generator: torch.Generator,
+    chunk: int = 512,
+    sign: int = 1,
+) -> torch.Tensor:
+    """How many of ``neurons`` fresh weights ``w ~ N(0, sigma_w^2 I)`` with bias ``b = sign b~``
+    have ``G~(w, b)`` in ``C_{D_j, gamma}`` (3.5) with norm ``>= B_G``, ``G~`` on ``n`` fresh points
+    (float64): the event of Definition 3.7, shape (len(gammas), r), integers."""
+    if sign not in (1, -1):
+        raise ValueError(f"parameter 'sign' = {sign} is not allowed: it must be +1 or -1")
+    X, y = dist.sample(1, n, generator, torch.float64)
+    hits = []
+    for start in range(0, neurons, chunk):
+        size = min(chunk, neurons - start)
+        W = torch.randn(1, size, dist.d, generator=generator, dtype=torch.float64) * sigma_w
+        b = torch.full((1, size), sign * float(b_tilde), dtype=torch.float64)
+        G = nw.simplified_gradient(W, b, X, y)
+        hits.append(torch.stack([nw.feature_hits(G, D.double(), g, B_G)[0] for g in gammas]))
+    return torch.cat(hits, 1).sum(1)
 
 
 def population_fraction(
@@ -65,20 +110,21 @@ def population_fraction(
     n: int,
     generator: torch.Generator,
     chunk: int = 512,
+    sign: int = 1,
 ):
-    """``Pr_w[G(w, b~) in C_{D_j, gamma}, ||G(w, b~)|| >= B_G]`` for ``w ~ N(0, sigma_w^2 I)``,
-    estimated with ``neurons`` fresh weights and ``n`` fresh points (float64), for every cone
-    width: shape (len(gammas), r), and the binomial standard errors."""
-    X, y = dist.sample(1, n, generator, torch.float64)
-    hits = []
-    for start in range(0, neurons, chunk):
-        size = min(chunk, neurons - start)
-        W = torch.randn(1, size, dist.d, generator=generator, dtype=torch.float64) * sigma_w
-        b = torch.full((1, size), float(b_tilde), dtype=torch.float64)
-        G = nw.simplified_gradient(W, b, X, y)
-        hits.append(torch.stack([nw.feature_hits(G, D.double(), g, B_G)[0] for g in gammas]))
-    p = torch.cat(hits, 1).to(torch.float64).mean(1)
+    """``Pr_w[G(w, b) in C_{D_j, gamma}, ||G(w, b)|| >= B_G]`` with ``b = sign b~``, estimated
+    with :func:`population_counts`: shape (len(gammas), r), and the binomial standard errors."""
+    counts = population_counts(
+        dist, D, gammas, B_G, sigma_w, b_tilde, neurons, n, generator, chunk=chunk, sign=sign
+    )
+    p = counts.to(torch.float64) / neurons
     return p, (p * (1 - p) / neurons).sqrt()
+
+
+def pooled(counts: torch.Tensor, trials_each: int) -> tuple[int, int]:
+    """``(successes, trials)`` of counts pooled over every cell, each cell out of
+    ``trials_each``: the measurement :class:`companions.claims.RatioOfProportions` reads."""
+    return int(counts.sum()), int(counts.numel()) * int(trials_each)
 
 
 def compare_methods(
@@ -122,32 +168,6 @@ def compare_methods(
     lin = nw.train_linear(X, y, steps, lr, **kw)
     out["linear"] = nw.accuracy(lin(Xt), yt)
     return {k: v.cpu() for k, v in out.items()}
-
-
-def equivalence(diff_mean: float, diff_se: float, n: int, margin: float, decide) -> bool | None:
-    """Whether a difference is within ``+-margin`` (True), outside it (False) or undecided (None),
-    from ``companions.stats.decide`` applied to both signs (``margin`` fixed in advance)."""
-    above = decide(diff_mean, diff_se, n, margin)
-    below = decide(-diff_mean, diff_se, n, margin)
-    if above or below:
-        return False
-    if above is False and below is False:
-        return True
-    return None
-
-
-def log10_or_floor(x: float, floor: float = -300.0) -> float:
-    return math.log10(x) if x > 0 else floor
-
-
-def rademacher(features: torch.Tensor, B: float, draws: int, generator: torch.Generator):
-    """Monte Carlo estimate of the empirical Rademacher complexity of ``{x -> <a, F(x)>:
-    ||a|| <= B}`` on features ``F`` (n, N): ``(B/n) E_eps ||sum_l eps_l F(x_l)||`` (the supremum
-    over the ball is attained at ``a`` along the sum), with its standard error."""
-    n = features.shape[0]
-    eps = 2.0 * torch.randint(0, 2, (draws, n), generator=generator).to(features.dtype) - 1
-    vals = (eps @ features).norm(dim=1) * B / n
-    return float(vals.mean()), float(vals.std() / math.sqrt(draws))
 
 
 def rademacher_bound(W: torch.Tensor, b: torch.Tensor, B: float, B_x: float, n: int) -> float:
@@ -238,3 +258,154 @@ def multi_index_alignment(d: int, n: int, seeds: int, m: int, generator: torch.G
         return (V[..., :2].norm(dim=-1) / V.norm(dim=-1)).mean(1)
 
     return {"init": frac(W), "step": frac(G)}
+
+
+# ---------------------------------------------------------------------------------------------
+# Theorem 3.4 (Theorem B.2): the frozen first layer, gradient descent on the second
+# ---------------------------------------------------------------------------------------------
+#: The norms ``B_a2`` at which Theorem 3.4's bound is evaluated; it holds at each, so at their best.
+RADII = (0.25, 0.5, 1.0, 2.0)
+
+
+def second_layer_loss(F: torch.Tensor, y: torch.Tensor, a: torch.Tensor):
+    """The mean :func:`~.network.smooth_hinge` of ``g(x) = <a, F(x)>`` on features ``F`` (n, N)
+    and labels ``y`` (n,), and its gradient in ``a``."""
+    z = y * (F @ a)
+    return float(nw.smooth_hinge(z).mean()), F.T @ (nw.smooth_hinge_slope(z) * y) / len(y)
+
+
+def smoothness(F: torch.Tensor) -> float:
+    """``L`` of the mean smoothed hinge in ``a``: ``l''_max lambda_max(F^T F / n)``."""
+    return nw.SMOOTH_HINGE_CURVATURE * float(torch.linalg.eigvalsh(F.T @ F / F.shape[0]).max())
+
+
+def ball_minimum(F, y, radius: float, steps: int) -> float:
+    """``min_{||a|| <= radius}`` of :func:`second_layer_loss`, by projected accelerated gradient
+    (FISTA, step ``1/L``) from ``a = 0``: the loss at the last iterate, a feasible point, so an
+    estimate of the minimum from above (by its convergence error)."""
+    if not radius > 0:
+        raise ValueError(f"parameter 'radius' = {radius} is not allowed: it must be > 0")
+    L = smoothness(F)
+    a = z = torch.zeros(F.shape[1], dtype=F.dtype, device=F.device)
+    t = 1.0
+    for _ in range(steps):
+        step = z - second_layer_loss(F, y, z)[1] / L
+        step = step * min(1.0, radius / max(float(step.norm()), 1e-300))
+        t_next = (1 + math.sqrt(1 + 4 * t * t)) / 2
+        z = step + (t - 1) / t_next * (step - a)
+        a, t = step, t_next
+    return second_layer_loss(F, y, a)[0]
+
+
+def second_layer_descent(F, y, a1, steps: int, step_size, F_test=None, y_test=None) -> dict:
+    """Algorithm 4's later steps: ``a^(t) = a^(t-1) - eta^(t) grad`` for ``t = 2..steps`` from
+    ``a^(1) = a1``, with ``step_size(t)`` the ``eta^(t)``. Returns the smallest training loss over
+    the ``steps`` iterates ``a^(1..T)`` and, given a test set, the smallest test loss."""
+    a, best_train, best_test = a1.clone(), math.inf, math.inf
+    for t in range(1, steps + 1):
+        loss, grad = second_layer_loss(F, y, a)  # at a^(t)
+        best_train = min(best_train, loss)
+        if F_test is not None:
+            best_test = min(best_test, second_layer_loss(F_test, y_test, a)[0])
+        if t < steps:
+            a = a - step_size(t + 1) * grad
+    return {"train": best_train, "test": best_test}
+
+
+def frozen_first_layer_run(
+    dist,
+    *,
+    m: int,
+    n: int,
+    n_test: int,
+    sigma_w: float,
+    b_tilde: float,
+    eta1: float,
+    steps: int,
+    opt_steps: int,
+    generator: torch.Generator,
+) -> dict:
+    """Theorem 3.4 / B.2 in float64, one network: the initialisation (3.9) with ``4m`` neurons and
+    ``sigma_a = 1``, the first step on ``n`` points, then the first layer frozen and gradient
+    descent on ``a`` with the smoothed hinge on the same points (Algorithm 4), ``T = steps``
+    iterates, with ``eta = 1/L`` (Theorem B.2) and with ``eta^(t) = 1/t`` (Theorem 3.4 as the main
+    text states it). For every radius of :data:`RADII`, the terms of the bound: ``OPT`` (the
+    minimum of the test loss over the ball, :func:`ball_minimum`), ``L (||a^(1)||^2 + B^2) / T``
+    and (B.595) with ``B_x`` the largest ``||x||`` of both samples; and the minimum of the
+    training loss over the ball, the comparator of the optimisation term."""
+    _, net1, X, y = one_step(dist, 1, m, n, 1.0, sigma_w, b_tilde, eta1, generator, torch.float64)
+    Xt, yt = dist.sample(1, n_test, generator, torch.float64)
+    F, Ft = nw.hidden(net1, X)[0], nw.hidden(net1, Xt)[0]
+    L, a1 = smoothness(F), net1.a[0]
+    fixed = second_layer_descent(F, y[0], a1, steps, lambda t: 1 / L, Ft, yt[0])
+    one_over_t = second_layer_descent(F, y[0], a1, steps, lambda t: 1 / t, Ft, yt[0])
+    B_x = max(float(X[0].norm(dim=1).max()), float(Xt[0].norm(dim=1).max()))
+    a1_sq = float(a1.pow(2).sum())
+    radii = {}
+    for B in RADII:
+        radii[B] = {
+            "opt_test": ball_minimum(Ft, yt[0], B, opt_steps),
+            "opt_train": ball_minimum(F, y[0], B, opt_steps),
+            "opt_term": L * (a1_sq + B * B) / steps,
+            "complexity": rademacher_bound(net1.W[0], net1.b[0], B, B_x, n),
+        }
+    return {
+        "L": L,
+        "a1_sq": a1_sq,
+        "B_x": B_x,
+        "W_sq": float(net1.W.pow(2).sum()),
+        "one_over_L": fixed,
+        "one_over_t": one_over_t,
+        "radii": radii,
+    }
+
+
+def theorem_3_4_excess(run: dict) -> float:
+    """The smallest test loss of the ``eta = 1/L`` run minus Theorem 3.4's bound at its best
+    radius, ``min_B OPT_B + L (||a^(1)||^2 + B^2)/T + (B.595)`` (the O-constants 1): at most 0
+    when the theorem holds at this size."""
+    bound = min(r["opt_test"] + r["opt_term"] + r["complexity"] for r in run["radii"].values())
+    return run["one_over_L"]["test"] - bound
+
+
+def one_over_t_excess(run: dict) -> float:
+    """The largest, over the radii, of the ``eta^(t) = 1/t`` run's smallest training loss minus
+    the ball's minimum minus the optimisation term ``L (||a^(1)||^2 + B^2)/T``: at most 0 when the
+    main text's step size gives Theorem 3.4's rate."""
+    best = run["one_over_t"]["train"]
+    return max(best - r["opt_train"] - r["opt_term"] for r in run["radii"].values())
+
+
+# ---------------------------------------------------------------------------------------------
+# Lemma 3.21's negative sign: (D_j, -1) against (D_j, +1)
+# ---------------------------------------------------------------------------------------------
+#: The cone width at which the two signs of the bias are compared (a cosine above 0.95).
+SIGN_GAMMA = 0.05
+#: ``B_G`` as a fraction of Lemma 3.21's leading term ``sqrt(k) p_A`` (3.15).
+SIGN_BG_FRACTION = 0.5
+#: The bias ``b~`` in units of ``sqrt(k) sigma_w``: a neuron fires on ``X_{j,+}`` when
+#: ``<w, D_j>`` is about two standard deviations high.
+SIGN_BIAS = 2.0
+
+
+def sign_counts(par, *, neurons: int, n: int, generator: torch.Generator) -> dict:
+    """For each sign ``s`` of the bias, the pooled counts ``(hits, trials)`` of fresh neurons
+    ``w ~ N(0, I/d)``, ``b = s b~`` whose ``G~`` on ``n`` fresh points of the parity distribution
+    ``par`` lies in some ``C_{D_j, gamma}`` with norm ``>= B_G`` (:data:`SIGN_GAMMA`,
+    :data:`SIGN_BG_FRACTION`, :data:`SIGN_BIAS`); the two signs use independent draws."""
+    sigma_w = 1 / math.sqrt(par.d)
+    B_G = SIGN_BG_FRACTION * math.sqrt(par.k) * par.p_A
+    b_tilde = SIGN_BIAS * math.sqrt(par.k) * sigma_w
+    out = {}
+    for s in (1, -1):
+        counts = population_counts(
+            par, par.directions, [SIGN_GAMMA], B_G, sigma_w, b_tilde, neurons, n, generator, sign=s
+        )
+        out[s] = pooled(counts[0], neurons)
+    return out
+
+
+def versus(results: dict, a: str, b: str) -> tuple[list, list]:
+    """Per-seed values of methods ``a`` and ``b`` of one comparison, as the pair that
+    :class:`companions.claims.DifferenceAbove` reads."""
+    return results[a].tolist(), results[b].tolist()

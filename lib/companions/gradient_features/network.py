@@ -90,6 +90,25 @@ def seedwise_hinge(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return (1 - y * out).clamp(min=0).mean(-1)
 
 
+def smooth_hinge(z: torch.Tensor) -> torch.Tensor:
+    """A smoothed hinge loss that meets Assumption 3.1 and is smooth, for Theorem 3.4's
+    L-smoothness: ``1 - z`` for ``z <= 0``, ``(2 - z)^2 / 4`` on ``[0, 2]``, 0 above. It is convex,
+    decreasing and 1-Lipschitz, with ``l(0) = 1``, ``l'(0) = -1``, ``l(inf) = 0`` and ``l'' <= 1/2``
+    (:data:`SMOOTH_HINGE_CURVATURE`)."""
+    middle = (2 - z).clamp(min=0) ** 2 / 4
+    return torch.where(z <= 0, 1 - z, middle)
+
+
+def smooth_hinge_slope(z: torch.Tensor) -> torch.Tensor:
+    """The derivative of :func:`smooth_hinge`: ``-1`` for ``z <= 0``, ``-(2 - z)/2`` on
+    ``[0, 2]``, 0 above."""
+    return torch.where(z <= 0, -torch.ones_like(z), -(2 - z).clamp(min=0) / 2)
+
+
+#: The largest second derivative of :func:`smooth_hinge` (on ``(0, 2)``).
+SMOOTH_HINGE_CURVATURE = 0.5
+
+
 def simplified_gradient(W: torch.Tensor, b: torch.Tensor, X: torch.Tensor, y: torch.Tensor):
     """The empirical simplified gradient vector (B.124) of Definition 3.5 (3.4),
     ``G~(w, b) = (1/n) sum_l y_l x_l I[<w, x_l> > b]``, for every row of ``W`` (S, N, d) with its
@@ -250,6 +269,9 @@ __all__ = [
     "forward",
     "accuracy",
     "seedwise_hinge",
+    "smooth_hinge",
+    "smooth_hinge_slope",
+    "SMOOTH_HINGE_CURVATURE",
     "simplified_gradient",
     "cone_cosine",
     "feature_hits",

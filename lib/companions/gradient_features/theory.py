@@ -2,11 +2,12 @@
 
 * Theorem 3.12 (3.10)-(3.13): the width, time and error terms of the guarantee, in log10 with
   every Theta/O constant set to 1, for given gradient-feature parameters;
-* Lemma 3.14 / (B.38): the cone geometry behind ``sqrt(2 gamma)``;
+* Lemma 3.14: its error term, and the width at which it falls below a target;
 * Lemma 3.17: the mixture-of-Gaussians ground truth ``g*`` and its hinge-loss bound;
 * Lemma 3.21 / (B.469)-(B.470) and (B.551): the parity ground truths, in integer arithmetic;
 * Remark B.45: ``E[y x]`` of the parity distribution, exactly;
 * Proposition 3.23: the fixed-feature bound;
+* Theorem B.69: its requirements on ``n``, ``m`` and ``T`` with the constants set to 1;
 * (B.480) / (B.547) and Lemma B.63: the Fourier coefficients of Majority and the one-step gradient
   of uniform parity, exactly by enumeration of the cube.
 """
@@ -55,22 +56,6 @@ def theorem_3_12_terms(r, p, gamma, B_G, B_a1, B_a2, B_b, B_x1, eps, delta, b_ti
     }
 
 
-def cone_geometry_symbolic() -> dict:
-    """Lemma 3.14 / (B.38): for unit ``u`` and ``D`` with ``<u, D> > 1 - gamma``,
-    ``||u - D||^2 = 2 - 2 <u, D> < 2 gamma`` (sympy, ``u`` and ``D`` in the plane, general
-    angle)."""
-    t, s, g = sp.symbols("t s gamma", real=True)
-    u = sp.Matrix([sp.cos(t), sp.sin(t)])
-    D = sp.Matrix([sp.cos(s), sp.sin(s)])
-    dist2 = sp.simplify(((u - D).T * (u - D))[0])
-    inner = sp.simplify((u.T * D)[0])
-    identity = sp.simplify(dist2 - (2 - 2 * inner)) == 0
-    # with inner = 1 - gamma + e, e > 0: dist2 = 2 gamma - 2 e < 2 gamma
-    e = sp.symbols("e", positive=True)
-    gap = sp.simplify((2 - 2 * (1 - g + e)) - 2 * g)
-    return {"identity": bool(identity), "gap": gap, "gap_negative": bool(gap.is_negative)}
-
-
 # ---------------------------------------------------------------------------------------------
 # Mixtures of Gaussians: Lemma 3.17
 # ---------------------------------------------------------------------------------------------
@@ -100,7 +85,7 @@ def mixture_ground_truth(mixture, tau: float, X: torch.Tensor) -> torch.Tensor:
 
 
 def mixture_ground_truth_hinge(d: int, r: int, mean_norm: float, sigma: float, tau: float):
-    """An upper bound on the hinge loss of Lemma 3.17's ``g*`` for
+    """This book's Lipschitz upper bound on the hinge loss of Lemma 3.17's ``g*`` for
     :func:`~.data.orthogonal_mixture` (mpmath, 60 digits): on component ``j`` the projections
     ``t_l = <D_l, x>`` are independent,
     ``t_j ~ N(mean_norm sqrt(d), sigma^2)`` and ``t_l ~ N(0, sigma^2)``. The hinge is 1-Lipschitz
@@ -123,6 +108,18 @@ def mixture_ground_truth_hinge(d: int, r: int, mean_norm: float, sigma: float, t
     z = 2 * c / sigma
     others = (r - 1) * sigma * (phi(z) - z * (1 - Phi(z))) / c
     return tuple(float(mp.log10(v)) if v > 0 else float("-inf") for v in (own, others))
+
+
+def mixture_ground_truth_hinge_log10(
+    d: int, r: int, mean_norm: float, sigma: float, tau: float
+) -> float:
+    """``log10`` of :func:`mixture_ground_truth_hinge`'s upper bound, its two terms added without
+    leaving float range."""
+    own, others = mixture_ground_truth_hinge(d, r, mean_norm, sigma, tau)
+    top, low = max(own, others), min(own, others)
+    if top == -math.inf:
+        return top
+    return top + math.log10(1 + 10 ** (low - top))
 
 
 def mixture_hinge_bound(d: int, tau: float) -> float:
@@ -175,9 +172,22 @@ def lemma_3_21_parameters(d: int, k: int, r: int, p_A: float, p_o: float, tau: f
     )
 
 
-def guarantee(params: dict, eps: float = 0.1, delta: float = 0.1) -> dict:
+def source_b_tilde(params: dict, root_of: float) -> float:
+    """The bias the proofs of Theorems B.35 and B.52 choose, ``b~ = B_G^(1/4) B_a2 B_b^(3/4) /
+    (sqrt(root_of) B_a1)``, its Theta constant 1: ``root_of`` is ``r`` in B.35 (mixtures) and
+    ``tau`` in B.52 (parity), as printed."""
+    return (
+        params["B_G"] ** 0.25
+        * params["B_a2"]
+        * params["B_b"] ** 0.75
+        / (math.sqrt(root_of) * params["B_a1"])
+    )
+
+
+def guarantee(params: dict, eps: float = 0.1, delta: float = 0.1, b_tilde: float = 0.0) -> dict:
     """:func:`theorem_3_12_terms` for the output of :func:`lemma_3_17_parameters` or
-    :func:`lemma_3_21_parameters` (``r`` there is the ground truth's number of neurons)."""
+    :func:`lemma_3_21_parameters` (``r`` there is the ground truth's number of neurons);
+    ``b_tilde`` enters the ``m b~`` term of (3.11)."""
     return theorem_3_12_terms(
         params["r"],
         10 ** params["log10_p"],
@@ -189,7 +199,53 @@ def guarantee(params: dict, eps: float = 0.1, delta: float = 0.1) -> dict:
         params["B_x1"],
         eps,
         delta,
+        b_tilde=b_tilde,
     )
+
+
+def lemma_3_14_term(params: dict, log10_m: float) -> float:
+    """Lemma 3.14's error term ``sqrt(2) r B_a1 B_x1 (sqrt(gamma) + sqrt(2 B_b / (sqrt(m p)
+    B_G)))`` at ``m = 10^log10_m``, for the output of :func:`lemma_3_17_parameters` or
+    :func:`lemma_3_21_parameters`. The hinge loss of the zero network is 1, so the term says
+    something only below 1."""
+    log10_mp = log10_m + params["log10_p"]
+    width = math.sqrt(2 * params["B_b"] / params["B_G"]) * 10 ** (-log10_mp / 4)
+    lead = math.sqrt(2) * params["r"] * params["B_a1"] * params["B_x1"]
+    return lead * (math.sqrt(params["gamma"]) + width)
+
+
+def lemma_3_14_width(params: dict, target: float = 1.0) -> float:
+    """``log10 m`` at which :func:`lemma_3_14_term` falls to ``target``, or ``inf`` when its
+    ``sqrt(gamma)`` part alone is already above ``target``."""
+    lead = math.sqrt(2) * params["r"] * params["B_a1"] * params["B_x1"]
+    room = target / lead - math.sqrt(params["gamma"])
+    if room <= 0:
+        return math.inf
+    # sqrt(2 B_b / B_G) (m p)^(-1/4) = room
+    return 4 * math.log10(math.sqrt(2 * params["B_b"] / params["B_G"]) / room) - params["log10_p"]
+
+
+def lemma_b34_mean_norm(d: int, tau: float, sigma_plus: float) -> float:
+    """The smallest ``B_mu1`` the proof of Lemma B.34 (Lemma 3.17) allows:
+    ``B_mu1 >= Omega(sigma_B+ sqrt(tau log d / d)) >= 4 sigma_B+ sqrt(tau log d / d)``."""
+    return 4 * sigma_plus * math.sqrt(tau * math.log(d) / d)
+
+
+def lemma_b34_smallest_d(tau: float, sigma_plus: float, B_mu1: float, most: int = 10**9) -> int:
+    """The smallest ``d >= 3`` from which :func:`lemma_b34_mean_norm` stays at most ``B_mu1``
+    (it decreases for ``d >= 3``), by bisection; ``most`` bounds the search."""
+    if lemma_b34_mean_norm(most, tau, sigma_plus) > B_mu1:
+        raise ValueError(f"no d <= {most} meets B_mu1 = {B_mu1} at tau = {tau}")
+    lo, hi = 3, most  # f(hi) <= B_mu1
+    if lemma_b34_mean_norm(lo, tau, sigma_plus) <= B_mu1:
+        return lo
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if lemma_b34_mean_norm(mid, tau, sigma_plus) <= B_mu1:
+            hi = mid
+        else:
+            lo = mid
+    return hi
 
 
 # ---------------------------------------------------------------------------------------------
@@ -261,14 +317,6 @@ def prop_3_23_bound(N: float, B: float, k: int) -> float:
     """Proposition 3.23: every ``h`` in ``H_B`` (``N`` features in ``[-1, 1]``, ``||w|| <= B``) has
     hinge loss at least ``1/2 - sqrt(N) B / (2^k sqrt(2))``."""
     return 0.5 - math.sqrt(N) * B / (2**k * math.sqrt(2))
-
-
-def prop_3_23_symbolic() -> bool:
-    """``1/2 (1 - sqrt(2N) B / 2^k) = 1/2 - sqrt(N) B / (sqrt(2) 2^k)`` (sympy)."""
-    N, B, k = sp.symbols("N B k", positive=True)
-    lhs = sp.Rational(1, 2) * (1 - sp.sqrt(2 * N) * B / 2**k)
-    rhs = sp.Rational(1, 2) - sp.sqrt(N) * B / (sp.sqrt(2) * 2**k)
-    return sp.simplify(lhs - rhs) == 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -345,20 +393,25 @@ def lemma_b63_prediction(w, A, d: int, factor=Fraction(1, 2), printed: bool = Fa
 
 __all__ = [
     "theorem_3_12_terms",
-    "cone_geometry_symbolic",
     "mixture_scales",
     "mixture_ground_truth",
     "mixture_hinge_bound",
     "mixture_ground_truth_hinge",
+    "mixture_ground_truth_hinge_log10",
     "lemma_3_17_parameters",
     "theorem_3_18_error",
     "lemma_3_21_parameters",
+    "source_b_tilde",
     "guarantee",
+    "lemma_3_14_term",
+    "lemma_3_14_width",
+    "lemma_b34_mean_norm",
+    "lemma_b34_smallest_d",
+    "theorem_b69_requirements",
     "parity_ground_truth_block",
     "parity_ground_truth_margins",
     "parity_expected_yx",
     "prop_3_23_bound",
-    "prop_3_23_symbolic",
     "majority_coefficient",
     "majority_coefficients_enumerated",
     "uniform_parity_gradient",
@@ -397,3 +450,27 @@ def multi_index_label(X: torch.Tensor) -> torch.Tensor:
     """The example of :func:`multi_index_symbolic` with ``U = (e_1, e_2)``."""
     z1, z2 = X[..., 0], X[..., 1]
     return ((z1**2 - 1) / math.sqrt(2) + z1 * z2) / math.sqrt(2)
+
+
+def theorem_b69_requirements(
+    d: int, r: int, kappa: float, tau: int, n: int, m: int, eps: float, C_l: float = 1.0
+) -> dict:
+    """log10 of Theorem B.69's requirements with its Omega constants and ``C_l`` set to 1, at the
+    ``log(n m d)`` of the given sizes: ``n >= d^2 r kappa^2 (C_l log nmd)^(tau+1) + m``,
+    ``m >= r^tau kappa^(2 tau) (C_l log nmd)^(6 tau + 1) / eps``, ``T >= m^2 / eps`` (with ``m``
+    at its requirement), and whether ``d >= kappa r^(3/2)`` (``C_d = 1``)."""
+    log_nmd = C_l * math.log(n * m * d)
+    log10_m = (
+        tau * math.log10(r)
+        + 2 * tau * math.log10(kappa)
+        + (6 * tau + 1) * math.log10(log_nmd)
+        - math.log10(eps)
+    )
+    n_need = d**2 * r * kappa**2 * log_nmd ** (tau + 1)
+    log10_n = math.log10(n_need + 10**log10_m) if log10_m < 300 else log10_m
+    return {
+        "log10_m": log10_m,
+        "log10_n": log10_n,
+        "log10_T": 2 * log10_m - math.log10(eps),
+        "d_ok": d >= kappa * r**1.5,
+    }
