@@ -320,8 +320,8 @@ def test_constructions_table_matches_the_networks():
     g = F(1, 5)
     smallest, rows = pa.constructions([4, 8], 2, g)
     assert smallest == [1, 1, 1, 1]
-    d, m2, m1, below, total, n2, n1, bound = rows[1]
-    assert (d, m2, m1) == (8, 1, 1) and total == 4 * (8 * 7 - 2)
+    d, m2, m1, m1_s2, below, total, n2, n1, bound = rows[1]
+    assert (d, m2, m1, m1_s2) == (8, 1, 1, 0) and total == 4 * (8 * 7 - 2)
     assert 0 < below < total and bound == pa.task_rate_threshold(8, g)
     assert n2 == pa.norm_formula(8, 3, g) and n1 == pa.norm_formula(8, 1, g)
 

@@ -286,12 +286,12 @@ def test_behaviour_runs_evaluate_per_cell_with_its_seed():
             )
             got = out[M, f]
             assert torch.equal(got[0], hinge) and torch.equal(got[1], correct)
-            diff = hinge[1] - hinge[0]
-            assert (got[2].mean, got[2].se, got[2].n) == (
-                float(diff.mean()),
-                float(diff.std() / math.sqrt(30)),
-                30,
-            )
+            for est, diff in ((got[2], hinge[1] - hinge[0]), (got[3], correct[0] - correct[1])):
+                assert (est.mean, est.se, est.n) == (
+                    float(diff.mean()),
+                    float(diff.std() / math.sqrt(30)),
+                    30,
+                )
 
 
 def test_patterns_cover_every_ordered_pair():

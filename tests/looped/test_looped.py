@@ -344,3 +344,77 @@ def test_eigenvalues_in_parts_equal_one_batched_call():
         got = eigvalsh_in_parts(G, parts)
         assert got.shape == (3, 7, 4) and torch.allclose(got, whole, rtol=0, atol=1e-12)
     assert not torch.allclose(eigvalsh_in_parts(G.flip(1), 5), whole)  # order is kept
+
+
+# -- the chapter's measurements, moved to the library --------------------------------------------
+def _run_of(tf_sq, kappa, tf_err=None):
+    from companions.looped.experiments import ConvergenceRun
+
+    tf_sq = torch.as_tensor(tf_sq, dtype=torch.float64)
+    err = tf_sq.sqrt() if tf_err is None else torch.as_tensor(tf_err, dtype=torch.float64)
+    return ConvergenceRun(
+        n=8,
+        kappa=torch.as_tensor(kappa, dtype=torch.float64),
+        tf_sq=tf_sq,
+        gd_sq=tf_sq,
+        exact_sq=tf_sq,
+        tf_err=err,
+        exact_err=err,
+        tf_minus_gd_per_loop=torch.zeros(tf_sq.shape[0], dtype=torch.float64),
+    )
+
+
+def test_group_means_are_means_of_consecutive_groups():
+    from companions.looped.experiments import group_means
+
+    k = torch.arange(1.0, 8.0)  # 1..7: groups (1, 2, 3), (4, 5, 6), leftover 7 dropped
+    assert group_means(k, 3).tolist() == [2.0, 5.0]
+    with pytest.raises(ValueError, match="'group'"):
+        group_means(k, 8)
+
+
+def test_bound_violations_count_points_above_each_bound():
+    from companions.looped.experiments import bound_violations
+
+    t = torch.arange(4, dtype=torch.float64)[:, None]
+    kappa = torch.tensor([2.0])
+    below = (1 - 1 / kappa) ** (2 * t)  # exactly D2 squared: on every bound, none above
+    assert bound_violations({8: _run_of(below, kappa)}, 1.0)["tight"] == 0
+    above = below.clone()
+    above[2, 0] = 0.9  # at t = 2: err 0.95 > (1/2)^2 and > exp(-1); sq 0.9 > exp(-1)
+    counts = bound_violations({8: _run_of(above, kappa)}, 1.0)
+    # the transformer and the closed form (the same curves here) each count the point
+    assert counts["tight"] == 2 and counts["8.16"] == 2 and counts["8.25"] == 2
+    assert counts["points"] == 4
+
+
+def test_steepest_excess_is_zero_on_the_limit_and_positive_above_it():
+    from companions.looped.experiments import steepest_excess
+
+    t = torch.arange(5, dtype=torch.float64)[:, None]
+    kappa = torch.tensor([4.0])
+    on_limit = (1 - 1 / kappa) ** (2 * t)
+    assert abs(steepest_excess({8: _run_of(on_limit, kappa)})) < 1e-12
+    slower = (1 - 0.5 / kappa) ** (2 * t)  # falls more slowly than the limit allows
+    assert steepest_excess({8: _run_of(slower, kappa)}) > 0.1
+
+
+def test_float64_floor_reads_only_curves_that_went_flat():
+    from companions.looped.experiments import float64_floor
+
+    falling = 10.0 ** -torch.arange(30, dtype=torch.float64)[:, None]  # still falling at the end
+    flat = falling.clone()
+    flat[5:] = 1e-20  # flat from loop 5 on
+    lo, hi, n = float64_floor({8: _run_of(torch.cat([falling, flat], 1), [2.0, 2.0])})
+    assert (lo, hi, n) == (1e-20, 1e-20, 1)
+    assert float64_floor({8: _run_of(falling, [2.0])})[2] == 0
+
+
+def test_null_space_run_stays_within_its_bound():
+    from companions.looped.experiments import null_space_run
+
+    err, limit, slack = null_space_run(2, 5, 50, 64, 1.0, torch.Generator().manual_seed(3))
+    assert err.shape == limit.shape == slack.shape == (64,)
+    assert bool(((err - limit).abs() <= slack + 1e-12).all())
+    # the mean limit is (d - n)/d = 3/5 for theta* uniform on the sphere, within 4 standard errors
+    assert abs(float(limit.mean()) - 0.6) < 4 * float(limit.std()) / 8

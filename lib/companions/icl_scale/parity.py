@@ -247,16 +247,23 @@ def smaller_norm_search(starts, steps, gamma, generator_for, signs=(-1, -1, 1, -
 
 
 def behaviour(nets, d, k, gamma, eval_m, flips, trials, generator_for):
-    """``{(M, f): (hinge, correct, Estimate of hinge[1] - hinge[0])}``: :func:`evaluate` for every
-    ``M`` and flip probability ``f`` (cell ``(i, j)`` draws from ``generator_for(100 + 10 i + j)``),
-    the networks on the same prompts, so the gap is paired."""
+    """``{(M, f): (hinge, correct, hinge gap, accuracy gap)}``: :func:`evaluate` for every ``M``
+    and flip probability ``f`` (cell ``(i, j)`` draws from ``generator_for(100 + 10 i + j)``),
+    the two networks on the same prompts, so the gaps are paired: ``hinge[1] - hinge[0]`` and
+    ``correct[0] - correct[1]``, each an :class:`~companions.claims.Estimate` (positive: the
+    first network, the small one, does better)."""
     out = {}
     for i, M in enumerate(eval_m):
         for j, f in enumerate(flips):
             g = generator_for(100 + 10 * i + j)
             hinge, correct = evaluate(nets, d, k, float(gamma), M, f, trials, g)
-            gap = hinge[1] - hinge[0]
-            out[M, f] = (hinge, correct, Estimate(*mean_se(gap), len(gap)))
+            hinge_gap, accuracy_gap = hinge[1] - hinge[0], correct[0] - correct[1]
+            out[M, f] = (
+                hinge,
+                correct,
+                Estimate(*mean_se(hinge_gap), len(hinge_gap)),
+                Estimate(*mean_se(accuracy_gap), len(accuracy_gap)),
+            )
     return out
 
 
@@ -264,8 +271,8 @@ def constructions(dims, k: int, gamma):
     """Theorem 5.5.1's networks at each ``d`` in ``dims`` (``k`` important features), in exact
     fractions: returns ``(smallest margins, rows)``, the margins of ``g_2^*`` over every task and
     of ``g_1^*`` over ``S_1`` (one pair per ``d``), and a row per ``d``: ``(d, min margin g2*,
-    min margin g1* on S1, S2 patterns of g1* below margin 1, S2 patterns, norm g2*, norm g1*,
-    the p_T bound)``."""
+    min margin g1* on S1, min margin g1* on S2, S2 patterns of g1* below margin 1, S2 patterns,
+    norm g2*, norm g1*, the p_T bound)``."""
     smallest, rows = [], []
     for d in dims:
         a2, V2 = construction(d, gamma)
@@ -273,8 +280,11 @@ def constructions(dims, k: int, gamma):
         s1, s2 = tasks(d, k)
         m2 = min(margins(a2, V2, gamma, s1 + s2).values())
         m1 = min(margins(a1, V1, gamma, s1).values())
-        below = sum(1 for m in margins(a1, V1, gamma, s2).values() if m < 1)
+        on_s2 = margins(a1, V1, gamma, s2).values()
+        below = sum(1 for m in on_s2 if m < 1)
         smallest += [m2, m1]
         norms = (squared_norm(V2), squared_norm(V1))
-        rows.append((d, m2, m1, below, 4 * len(s2), *norms, task_rate_threshold(d, gamma)))
+        rows.append(
+            (d, m2, m1, min(on_s2), below, 4 * len(s2), *norms, task_rate_threshold(d, gamma))
+        )
     return smallest, rows

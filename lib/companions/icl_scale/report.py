@@ -100,19 +100,49 @@ def figure_flips(eigenvalues, N, coords, M, flips, sigmas, flip_mc):
 
 
 def figure_parity_behaviour(results, eval_m, flips):
-    """Mean hinge loss of the two networks against ``M``, one colour per flip probability
-    (``results[M, f] = (hinge, correct, gap)``, hinge of shape ``(2, prompts)``): the small
-    network solid, the large one dashed."""
+    """Accuracy of the two networks against ``M``, one colour per flip probability
+    (``results[M, f] = (hinge, correct, hinge gap, accuracy gap)``, correct of shape
+    ``(2, prompts)``): the small network solid, the large one dashed."""
     fig, axes = plots.subplots(1, 1, width=5.0, height=3.4)
     ax = axes[0, 0]
     for j, f in enumerate(flips):
         c = plots.color(j)
-        ax.plot(eval_m, [results[M, f][0][0].mean() for M in eval_m], color=c, label=f"f={f}")
-        ax.plot(eval_m, [results[M, f][0][1].mean() for M in eval_m], color=c, ls="--")
-    ax.set(xscale="log", xlabel="M", ylabel="mean hinge loss")
+        ax.plot(eval_m, [results[M, f][1][0].mean() for M in eval_m], color=c, label=f"f={f}")
+        ax.plot(eval_m, [results[M, f][1][1].mean() for M in eval_m], color=c, ls="--")
+    ax.set(xscale="log", xlabel="M", ylabel="accuracy")
     ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
+
+
+def parity_behaviour_table(results) -> str:
+    """Markdown: per ``(M, f)`` of :func:`companions.icl_scale.parity.behaviour`, each network's
+    accuracy and hinge loss, and the paired accuracy difference (small minus large)."""
+    rows = [
+        "| M | f | accuracy g1* | accuracy g2* | difference (g1 − g2) | hinge g1* | hinge g2* |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for (M, f), (hinge, correct, _, gap) in results.items():
+        rows.append(
+            f"| {M} | {f} | {correct[0].mean():.3f} | {correct[1].mean():.3f} | "
+            f"{gap.mean:+.3f} ± {gap.se:.3f} | {hinge[0].mean():.3f} | {hinge[1].mean():.3f} |"
+        )
+    return "\n".join(rows)
+
+
+def flip_gap_table(gaps, flips, eigenvalues, N, task, M) -> str:
+    """Markdown: per flip probability, the Monte Carlo gap ``L(f_d) - L(f_2)`` (``gaps``, one
+    estimate per ``f``) beside this book's flipped-label formula at the optimal ``v`` of each
+    rank, for the task with coordinates ``task``."""
+    d = len(eigenvalues)
+    full, two = theory.optimal_v(eigenvalues, N, d), theory.optimal_v(eigenvalues, N, min(2, d))
+    rows = [f"| f | L(f_{d}) − L(f_2), Monte Carlo | the formula D2 |", "|---|---|---|"]
+    for f, est in zip(flips, gaps):
+        closed = theory.evaluation_loss(eigenvalues, full, task, M, 0, f) - theory.evaluation_loss(
+            eigenvalues, two, task, M, 0, f
+        )
+        rows.append(f"| {f} | {est.mean:+.4f} ± {est.se:.4f} | {closed:+.4f} |")
+    return f"At M = {M}, the chapter's task:\n\n" + "\n".join(rows)
 
 
 def large_n_table(closed, grid, eigenvalues, task, M, sigma) -> tuple[str, float]:

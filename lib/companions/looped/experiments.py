@@ -185,12 +185,20 @@ def steepest_excess(runs: dict) -> float:
     return excess
 
 
-def float64_floor(runs: dict) -> tuple[float, float]:
-    """The range, over the prompts whose float64 error is not rounded to 0, of the smallest
-    normalised squared error each reached: where the computed curves stop falling."""
-    lows = torch.cat([r.tf_sq.where(r.tf_sq > 0, torch.inf).amin(0) for r in runs.values()])
-    lows = lows[torch.isfinite(lows)]
-    return float(lows.min()), float(lows.max())
+def float64_floor(runs: dict, settle: int = 10) -> tuple[float, float, int]:
+    """Where the float64 curves stop falling: over the prompts whose smallest normalised squared
+    error comes more than ``settle`` loops before the last (the curve then stays flat, at
+    round-off), the range of those smallest errors and how many such prompts there are; exact
+    zeros are left out. ``(nan, nan, 0)`` when every prompt is still falling at the end."""
+    floors = []
+    for r in runs.values():
+        sq = r.tf_sq.where(r.tf_sq > 0, torch.inf)
+        lows, at = sq.min(0)
+        flat = (at < sq.shape[0] - 1 - settle) & torch.isfinite(lows)
+        floors += lows[flat].tolist()
+    if not floors:
+        return math.nan, math.nan, 0
+    return min(floors), max(floors), len(floors)
 
 
 def null_space_run(n: int, d: int, loops: int, draws: int, alpha: float, generator, device="cpu"):
