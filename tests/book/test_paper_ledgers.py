@@ -121,3 +121,12 @@ def test_scale_changes_and_the_ladder():
         {"id": "a", "default": "inconclusive", "paper": "reproduced"},
         {"id": "c", "default": "reproduced", "paper": "differs"},
     ]
+
+
+def test_keep_needs_the_paper_preset_as_it_is(capsys):
+    from companions.book import cli
+
+    assert cli.main(["run", "looped-gd", "--scale", "smoke", "--keep"]) == 2
+    assert "--keep records a run of the chapter's paper preset" in capsys.readouterr().err
+    assert cli.main(["run", "looped-gd", "--scale", "paper", "-p", "d", "5", "--keep"]) == 2
+    assert cli.main(["run", "looped-gd", "--scale", "paper", "--seed", "1", "--keep"]) == 2

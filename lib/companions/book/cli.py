@@ -13,6 +13,7 @@ import ast
 import datetime
 import json
 import math
+import subprocess
 import sys
 import tempfile
 import time
@@ -314,6 +315,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     except (ValueError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    if args.keep and (cfg.scale != "paper" or params or args.seed != 0):
+        print(
+            "error: --keep records a run of the chapter's paper preset as it is: it needs "
+            "--scale paper, no -p and seed 0",
+            file=sys.stderr,
+        )
+        return 2
+    sources = ledger_mod.fingerprint(args.chapter) if args.keep else None
     out_dir = Path(args.out) if args.out else default_out_dir(args.chapter, cfg.scale)
     print(f"output folder: {out_dir}", flush=True)
     try:
@@ -329,11 +338,29 @@ def cmd_run(args: argparse.Namespace) -> int:
     except ChapterExecutionError as err:
         if err.ledger_path.is_file():
             print(ledger_report([json.loads(err.ledger_path.read_text())]))
+            if args.keep and err.ename == "ClaimFailed":  # a finished run whose check failed
+                _keep(args.chapter, err.ledger_path, sources)
         print(f"error: {err}", file=sys.stderr)
         return 1
     print(f"executed notebook: {executed}")
     print(f"ledger: {ledger_path}\n")
     print(ledger_report([json.loads(ledger_path.read_text())]))
+    if args.keep:
+        return _keep(args.chapter, ledger_path, sources)
+    return 0
+
+
+def _keep(chapter_id: str, ledger_path: Path, sources: dict) -> int:
+    """Record a finished paper run as the chapter's committed paper ledger
+    (:func:`companions.book.paper.record`); 1 if it cannot be recorded."""
+    from companions.book import paper
+
+    try:
+        kept = paper.record(chapter_id, ledger_path, sources)
+    except (ValueError, OSError, subprocess.CalledProcessError) as err:
+        print(f"error: the paper ledger was not recorded: {err}", file=sys.stderr)
+        return 1
+    print(f"paper ledger: {kept} (commit it)")
     return 0
 
 
@@ -692,6 +719,12 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     p_run.add_argument("--quiet", action="store_true", help="no progress bar")
+    p_run.add_argument(
+        "--keep",
+        action="store_true",
+        help="with --scale paper: record the finished run as the chapter's paper ledger, with its "
+        "provenance, in book/data/ledgers/paper/ (to commit)",
+    )
     p_run.set_defaults(func=cmd_run)
 
     p_led = sub.add_parser(
