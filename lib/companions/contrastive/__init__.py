@@ -10,7 +10,10 @@ Zhang, Wang, Zhang ("[001]", ``liao2025pruning``). Modules:
 * ``metrics``  -- neuron statistics and the evaluations of [001] Appendix A.2
 * ``pruning``  -- [001] Algorithm 1 as a mask hook, its log, the oracle sets of Appendix F, Lemmas
   F.1-F.2 measured, Table 2
-* ``chapters`` -- the chapters' parameters and presets
+* ``experiments`` -- the chapters' one-call experiments (the T1 sweep, the pruning sweeps, ...)
+* ``decisions`` -- what the claims hand to the ledger, shaped for their registered rules
+* ``report``   -- the chapters' figures and tables
+* ``chapters`` -- the chapters' parameters, presets and registered claims
 """
 
 from companions.contrastive import data, metrics, model, pruning, theory, training  # noqa: F401

@@ -10,6 +10,8 @@ import numpy as np
 import torch
 
 from companions import plots
+from companions.contrastive import theory
+from companions.contrastive.metrics import by_config
 
 
 def _fmt_row(cells) -> str:
@@ -122,8 +124,6 @@ def figure_stage1_rates(hist, pred: torch.Tensor, noise_rate: float, n_maj: int)
 def t1_table(sweep: dict, d: int, eta: float) -> str:
     """The length of stage 1 against ``d1`` (:func:`experiments.t1_sweep`), beside the papers'
     rates without their constants."""
-    from companions.contrastive import theory
-
     rows = []
     for d1, r in sweep.items():
         pp = theory.t1_papers(d, d1, eta)
@@ -267,8 +267,6 @@ def figure_sweeps(panels):
     """[001] Figures 2-5: per panel ``(values (R,), config_index (R,), eps grid, NSR grid,
     title)``, the mean and standard deviation over the repeats of each setting, one line per
     NSR."""
-    from companions.contrastive.metrics import by_config
-
     fig, axes = plots.subplots(1, len(panels), width=3.3, height=3.2)
     for ax, (vals, cidx, eg, ng, title) in zip(axes[0], panels):
         mu, sd = (x.view(len(eg), len(ng)) for x in by_config(vals, cidx, len(eg) * len(ng)))
@@ -370,8 +368,6 @@ def figure_pruning_sweeps(stats: dict, config_index, eps_grid, nsr_grid, repeats
     """[001] Figures 2-5 with and without pruning: per statistic (the first four of each arm's
     dict), the mean and standard deviation over the repeats of each setting, one colour per arm
     (solid: the first NSR, dashed: the others)."""
-    from companions.contrastive.metrics import by_config
-
     titles = list(next(iter(stats.values())))[:4]
     n_cfg = len(eps_grid) * len(nsr_grid)
     fig, axes = plots.subplots(1, 4, width=3.3, height=3.2)
