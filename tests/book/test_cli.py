@@ -456,7 +456,7 @@ def test_ledger_prints_tables_and_exits_0(tmp_path):
     result = companions_cli("ledger", "--dir", "led", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "| alpha | smoke | cpu | 0 | 1.0 | 3 | 1 | 1 | 1 | 0 |" in result.stdout
-    assert "| alpha | claim-1 | Theorem 1 | reproduction | **differs** |" in result.stdout
+    assert "| alpha | claim-1 | Theorem 1 | **differs** |" in result.stdout
 
 
 def test_ledger_exits_1_when_a_claim_fails(tmp_path):

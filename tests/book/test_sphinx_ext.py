@@ -411,7 +411,7 @@ def test_ledger_page_links_every_claim_to_its_cell_and_filters(tmp_path, monkeyp
     assert 'href="part/chap.html#claim-c1"' in table
     assert table.count("href=") == 1, "a claim without a cell on its page is not linked"
     text = _text(table)
-    assert "chapter claim source kind status rule observed note" in text
+    assert "chapter claim source kind status at paper scale rule observed note" in text
     assert "chap-demo c4 Theorem 1 identity differs" in text
     assert "companions-ledger.js" in page
     script = (html / "_static" / "companions-ledger.js").read_text()

@@ -1,5 +1,5 @@
 """Command line of the book:
-``python -m companions list | run | ledger | assign | grade | student-edition | bench | law``.
+``python -m companions list | run | ledger | assign | grade | build | student-edition | bench``.
 
 ``run`` validates every parameter with :func:`companions.preset` before anything is written, then
 converts the chapter's MyST notebook to ``.ipynb`` with jupytext and executes it with papermill in
@@ -12,7 +12,6 @@ import argparse
 import ast
 import datetime
 import json
-import math
 import subprocess
 import sys
 import tempfile
@@ -39,7 +38,7 @@ examples:
   python -m companions grade looped-gd submissions/ --feedback feedback/  # gradebook CSV
   python -m companions student-edition               # the book without solutions, _build/student/
   python -m companions bench --topic fourier --json bench.json   # time the trainers here
-  python -m companions law looped-gd --at 0 0.05 0.1   # its time at three sizes, and the law
+  python -m companions run looped-gd --scale paper --keep   # a paper ledger, to commit
 
 'run' is the same as this pipe (papermill cannot read MyST .md notebooks by itself):
   jupytext --to ipynb book/x.md -o - | papermill - out.ipynb -p scale paper
@@ -675,7 +674,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(
         dest="command",
         required=True,
-        metavar="{list,run,ledger,assign,grade,build,student-edition,bench,law}",
+        metavar="{list,run,ledger,assign,grade,build,student-edition,bench}",
     )
 
     p_list = sub.add_parser(
@@ -841,133 +840,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p_bch.set_defaults(func=cmd_bench)
 
-    p_law = sub.add_parser(
-        "law",
-        help="run a chapter to its end at three sizes or more between its default and paper "
-        "presets, fit log(CPU seconds) = a + b t, and keep the record for the page 'What each "
-        "scale costs' (minutes to hours; not run by CI)",
-    )
-    p_law.add_argument("chapter", help="chapter id (see 'list')")
-    p_law.add_argument(
-        "--at",
-        type=float,
-        nargs="+",
-        default=None,
-        metavar="T",
-        help="fractions of the way from the default preset (0) to the paper preset (1) "
-        "(default: 0 0.05 0.1)",
-    )
-    p_law.add_argument(
-        "--threads", type=int, default=None, help="torch threads per run (default: 1, as CI)"
-    )
-    p_law.add_argument(
-        "--paper-under",
-        type=float,
-        default=None,
-        metavar="SECONDS",
-        help="also run the paper preset when the law predicts at most this many CPU seconds",
-    )
-    p_law.add_argument(
-        "--out",
-        default=None,
-        help="folder of the record <chapter>.json (default: book/data/scaling-laws)",
-    )
-    p_law.add_argument(
-        "--paper-only",
-        action="store_true",
-        help="keep the chapter's record and make its paper run again under --paper-under "
-        "(a run a smaller --paper-under stopped or never made)",
-    )
-    p_law.add_argument("--quiet", action="store_true", help="no progress bar")
-    p_law.set_defaults(func=cmd_law)
-
-    p_mut = sub.add_parser(
-        "mutate",
-        help="mutation testing (mutmut, one process, lowest priority; not run by CI): plant "
-        "bugs in library modules one at a time and see whether their unit tests notice; writes "
-        "tests/mutation/report.md",
-    )
-    p_mut.add_argument(
-        "modules",
-        nargs="*",
-        help="modules relative to lib/companions, e.g. ledger.py (default: every module listed "
-        "in companions.book.mutation.TARGETS)",
-    )
-    p_mut.add_argument(
-        "--report-only",
-        action="store_true",
-        help="mutate nothing: rescore the last results with tests/mutation/equivalents.txt and "
-        "rewrite the report",
-    )
-    p_mut.add_argument(
-        "--time-limit",
-        type=float,
-        default=None,
-        help="seconds per module: stop mutmut then and record the module as partial, scored over "
-        "the mutants tested (default: no limit)",
-    )
-    p_mut.set_defaults(func=cmd_mutate)
     return parser
-
-
-def cmd_mutate(args) -> int:
-    from companions.book import mutation
-
-    return mutation.run(args.modules, report_only=args.report_only, time_limit=args.time_limit)
-
-
-def _law_record(args) -> dict:
-    """The kept record that ``law --paper-only`` runs the paper preset of."""
-    from companions.book import laws
-
-    if args.at is not None or args.threads is not None:
-        raise ValueError(
-            "--paper-only keeps the record's sizes and threads: it takes no --at or --threads"
-        )
-    record = laws.load_one(args.chapter, args.out)
-    if record is None:
-        raise ValueError(
-            f"--paper-only: chapter {args.chapter!r} has no record in "
-            f"{args.out or laws.law_dir()} yet; make one without --paper-only first"
-        )
-    return record
-
-
-def cmd_law(args) -> int:
-    from companions.book import laws
-
-    try:
-        if args.paper_only:
-            record = laws.measure_paper(_law_record(args), args.paper_under)
-        else:
-            record = laws.measure(
-                args.chapter,
-                laws.DEFAULT_POINTS if args.at is None else args.at,
-                laws.DEFAULT_THREADS if args.threads is None else args.threads,
-                paper_under=args.paper_under,
-                progress=not args.quiet,
-            )
-    except ValueError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    except ChapterExecutionError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
-    law = record["law"]
-    for run in record["runs"]:
-        print(f"t = {run['t']}: {run['cpu_seconds']:.1f} CPU s, {run['wall_seconds']:.1f} s wall")
-    print(
-        f"law: CPU s = {math.exp(law['a']):.3g} x {law['factor']:.3g}^t; at paper scale "
-        f"{law['paper_seconds']:.3g} CPU s"
-    )
-    path = laws.save(record, args.out)
-    paper = record["paper"]
-    if paper is not None and "stopped_after" in paper:
-        print(f"paper run: stopped after {paper['stopped_after']:.0f} s wall")
-    elif paper is not None:
-        print(f"paper run: {paper['cpu_seconds']:.1f} CPU s")
-    print(f"record: {path}")
-    return 0
 
 
 def cmd_bench(args) -> int:

@@ -405,3 +405,46 @@ def times_figure(smoke: dict[str, dict], default: dict[str, dict], order: list[s
     axes[0].invert_yaxis()
     fig.tight_layout()
     return fig
+
+
+def paper_runs_table(order: list[str], root=None) -> str:
+    """Markdown: the committed paper ledgers of the chapters in ``order`` (made when, on what,
+    wall and CPU minutes, peak memory, stale or not), then every chapter without one, with what
+    its paper run needs (``book/data/ledgers/paper-not-run.json``)."""
+    rows = [
+        "| chapter | made | machine | wall min | CPU min | peak GiB | current |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    missing = []
+    for chapter_id in order:
+        led = ledger_mod.paper_ledger(chapter_id, root)
+        if led is None:
+            missing.append(chapter_id)
+            continue
+        prov = led.get("provenance") or {}
+        mach = prov.get("machine") or {}
+        stale = ledger_mod.stale_sources(led, root)
+        where = f"{mach.get('processor', '?')}, {mach.get('cores', '?')} cores"
+        rows.append(
+            f"| {chapter_id} | {prov.get('date', '?')}, {str(prov.get('commit', '?'))[:7]} | "
+            f"{where} | {_minutes(prov.get('wall_seconds'))} | "
+            f"{_minutes(prov.get('cpu_seconds'))} | {_gib(prov.get('peak_memory_mb'))} | "
+            + ("stale: " + ", ".join(stale) if stale else "yes")
+            + " |"
+        )
+    text = "\n".join(rows) if len(rows) > 2 else "No paper ledger is committed yet."
+    if missing:
+        lines = [
+            f"- `{c}`: {ledger_mod.paper_not_run(c, root) or 'not run at the paper scale yet.'}"
+            for c in missing
+        ]
+        text += "\n\nWithout a paper ledger:\n\n" + "\n".join(lines)
+    return text
+
+
+def _minutes(seconds) -> str:
+    return f"{seconds / 60:.1f}" if isinstance(seconds, (int, float)) else "?"
+
+
+def _gib(mb) -> str:
+    return f"{mb / 1024:.1f}" if isinstance(mb, (int, float)) else "?"

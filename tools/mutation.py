@@ -1,26 +1,26 @@
-"""Mutation testing of the library: ``python -m companions mutate [MODULE ...]``.
+"""Mutation testing of the library, an audit to find weak spots (not a gate, no score target):
 
-A mutant is a copy of a module with one plausible bug planted (a flipped sign, a constant off by
-one, a comparison turned around, a dropped argument); a mutant *survives* when the module's unit
-tests still pass. The tool is mutmut (pinned in requirements.txt, not used in CI): it copies the
-source once, plants every mutant behind a switch ("trampolines"), imports torch and the tests
-once, and then forks one test run per mutant, running only the tests that reach the mutated
-function. That makes a few hundred mutants of a module a matter of minutes on one core, where a
-tool that rewrites the file and starts pytest afresh for every mutant (cosmic-ray) would pay
-torch's import each time.
+    .venv/bin/python tools/mutation.py [MODULE ...] [--time-limit SECONDS] [--report-only]
+
+MODULE is a path relative to ``lib/companions`` (``ledger.py``, ``looped/theory.py``); with none,
+every module of the library but the book's machinery. A mutant is a copy of a module with one
+plausible bug planted (a flipped sign, a constant off by one, a comparison turned around, a
+dropped argument); it *survives* when the module's unit tests still pass. The tool is mutmut
+(pinned in requirements.txt): it copies the source once, plants every mutant behind a switch,
+imports torch and the tests once, and forks one test run per mutant, running only the tests that
+reach the mutated function.
 
 mutmut knows the ``src/`` layout and not ours (``lib/``), so each module is mutated in a staging
 folder, ``build/mutation/<module>/``, holding ``src/companions`` (a copy of ``lib/companions``),
-the module's unit tests (:data:`TARGETS`) and a ``pyproject.toml`` written here. mutmut puts the
-mutated copy first on ``sys.path`` and checks, before any mutant, that a mutant forced to fail
-makes the tests fail, so the tests are known to import the mutated copy and not the editable
-install. Runs are single-process (``--max-children 1``) at the lowest priority.
+the module's unit tests (``tests/core`` for a core module, ``tests/<topic>`` for a topic's) and a
+``pyproject.toml`` written here. mutmut checks, before any mutant, that a mutant forced to fail
+makes the tests fail, so the tests are known to import the mutated copy. Runs are single-process
+at the lowest priority.
 
-The results go to ``tests/mutation/results.json`` (per module: the first score recorded, the last
-one, and every surviving mutant with its diff) and ``tests/mutation/report.md``. A survivor that no
-test could kill, because the mutant computes the same thing, is listed with the reason in
-``tests/mutation/equivalents.txt`` (one ``mutant-name: reason`` a line), which the report reads:
-the score is killed / (mutants - equivalents).
+The results go to ``build/mutation/results.json`` and ``build/mutation/report.md`` (every
+surviving mutant with its diff), which nothing commits. A survivor that computes the same thing as
+the original may be listed, with the reason, in ``build/mutation/equivalents.txt`` (one
+``mutant-name: reason`` a line); the score is killed / (mutants - equivalents).
 """
 
 from __future__ import annotations
@@ -35,145 +35,31 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-#: Module (relative to lib/companions) -> the unit tests that cover it (paths relative to the
-#: repository root, optionally with ``::test`` node ids). Only these run for its mutants.
-TARGETS: dict[str, list[str]] = {
-    "ledger.py": [
-        "tests/core/test_core.py",
-        "tests/core/test_properties.py",
-        "tests/core/test_ledger_output.py",
-        "tests/core/test_dry_run.py",
-        "tests/core/test_loop_timing.py",
-    ],
-    "stats.py": ["tests/core/test_stats.py", "tests/core/test_properties.py"],
-    "scale.py": ["tests/core/test_core.py", "tests/core/test_properties.py"],
-    "losses.py": ["tests/core/test_losses.py", "tests/core/test_properties.py"],
-    "boolean.py": [
-        "tests/core/test_boolean.py",
-        "tests/gradient_features/test_gradient_features.py",
-    ],
-    "incontext.py": ["tests/core/test_incontext.py"],
-    "train.py": [
-        "tests/core/test_core.py",
-        "tests/core/test_train.py",
-        "tests/core/test_dry_run.py",
-        "tests/core/test_loop_timing.py",
-    ],
-    "domain_generalization/theory.py": ["tests/domain_generalization"],
-    "domain_generalization/training.py": ["tests/domain_generalization"],
-    "domain_generalization/data.py": ["tests/domain_generalization"],
-    "domain_generalization/symbolic.py": ["tests/domain_generalization"],
-    "domain_generalization/experiments.py": ["tests/domain_generalization"],
-    "universality/theory.py": ["tests/universality"],
-    "universality/training.py": ["tests/universality"],
-    "universality/symbolic.py": ["tests/universality"],
-    "universality/data.py": ["tests/universality"],
-    "universality/experiments.py": ["tests/universality"],
-    "looped/theory.py": ["tests/looped"],
-    "looped/experiments.py": ["tests/looped"],
-    "fourier/training.py": ["tests/fourier"],
-    "fourier/network.py": ["tests/fourier"],
-    "fourier/construction.py": ["tests/fourier"],
-    "fourier/neuron.py": ["tests/fourier"],
-    "fourier/ascent.py": ["tests/fourier"],
-    "fourier/symbolic.py": ["tests/fourier"],
-    "fourier/diagnostics.py": ["tests/fourier"],
-    "fourier/transformer.py": [
-        "tests/fourier/test_transformer.py",
-        "tests/fourier/test_transformer_mutation.py",
-    ],
-    "emergence/theory.py": ["tests/emergence"],
-    "emergence/network.py": ["tests/emergence"],
-    "emergence/data.py": ["tests/emergence"],
-    "emergence/baselines.py": ["tests/emergence"],
-    "emergence/analysis.py": ["tests/emergence"],
-    "emergence/experiments.py": [
-        "tests/emergence/test_emergence.py",
-        "tests/emergence/test_train_dtype.py",
-        "tests/emergence/test_experiments_mutation.py",
-        "tests/emergence/test_experiments_mutation2.py",
-    ],
-    "looped/training.py": ["tests/looped"],
-    "looped/construction.py": ["tests/looped"],
-    "looped/symbolic.py": ["tests/looped"],
-    "icl_scale/theory.py": ["tests/icl_scale"],
-    "icl_scale/model.py": ["tests/icl_scale"],
-    "icl_scale/data.py": ["tests/icl_scale"],
-    "icl_scale/parity.py": [
-        "tests/icl_scale/test_icl_scale.py",
-        "tests/icl_scale/test_parity_mutation.py",
-    ],
-    "icl_scale/experiments.py": [
-        "tests/icl_scale/test_icl_scale.py",
-        "tests/icl_scale/test_experiments_mutation.py",
-    ],
-    "gemfilter/model.py": ["tests/gemfilter"],
-    "gemfilter/complexity.py": ["tests/gemfilter"],
-    "gemfilter/experiments.py": ["tests/gemfilter"],
-    "fine_labels/theory.py": ["tests/fine_labels"],
-    "fine_labels/training.py": ["tests/fine_labels"],
-    "fine_labels/model.py": ["tests/fine_labels"],
-    "fine_labels/symbolic.py": ["tests/fine_labels"],
-    "fine_labels/data.py": ["tests/fine_labels"],
-    "fine_labels/experiments.py": ["tests/fine_labels"],
-    "gradient_features/theory.py": ["tests/gradient_features"],
-    "gradient_features/network.py": ["tests/gradient_features"],
-    "gradient_features/data.py": ["tests/gradient_features"],
-    "gradient_features/experiments.py": ["tests/gradient_features"],
-    "contrastive/theory.py": [
-        "tests/contrastive/test_contrastive.py",
-        "tests/contrastive/test_pruning.py",
-        "tests/contrastive/test_theory_properties.py",
-        "tests/contrastive/test_theory_boundaries.py",
-        "tests/contrastive/test_theory_mutation.py",
-        "tests/contrastive/test_theory_mutation2.py",
-    ],
-    "contrastive/model.py": [
-        "tests/contrastive/test_contrastive.py",
-        "tests/contrastive/test_pruning.py",
-        "tests/contrastive/test_model_mutation.py",
-    ],
-    "contrastive/training.py": [
-        "tests/contrastive/test_contrastive.py",
-        "tests/contrastive/test_pruning.py",
-        "tests/contrastive/test_training_mutation.py",
-    ],
-    "contrastive/pruning.py": [
-        "tests/contrastive/test_contrastive.py",
-        "tests/contrastive/test_pruning.py",
-        "tests/contrastive/test_pruning_mutation.py",
-    ],
-    "contrastive/metrics.py": [
-        "tests/contrastive/test_contrastive.py",
-        "tests/contrastive/test_pruning.py",
-        "tests/contrastive/test_metrics_mutation.py",
-    ],
-    "contrastive/data.py": [
-        "tests/contrastive/test_contrastive.py",
-        "tests/contrastive/test_pruning.py",
-        "tests/contrastive/test_training_mutation.py",
-        "tests/contrastive/test_data_mutation.py",
-    ],
-    "runtime.py": [
-        "tests/core/test_core.py",
-        "tests/core/test_threads.py",
-        "tests/core/test_runtime_mutation.py",
-    ],
-    "contrastive/decisions.py": [
-        "tests/contrastive/test_decisions.py",
-        "tests/contrastive/test_decisions_mutation.py",
-    ],
-    # icl_scale/paper.py holds data only, no function: mutmut plants no mutant in it and stops
-    # ("could not find any test case for any mutant"), so it has no entry here.
-}
+
+def targets(root: Path) -> dict[str, list[str]]:
+    """Module (relative to lib/companions) -> the unit tests that cover it: ``tests/core`` for a
+    core module, ``tests/<topic>`` for a topic's; the book's machinery and modules without a
+    function (data only) are left out."""
+    lib = root / "lib" / "companions"
+    out = {}
+    for path in sorted(lib.rglob("*.py")):
+        rel = path.relative_to(lib)
+        if rel.parts[0] in ("book", "__pycache__") or rel.name in ("__init__.py", "__main__.py"):
+            continue
+        if "def " not in path.read_text():
+            continue
+        tests = "tests/core" if len(rel.parts) == 1 else f"tests/{rel.parts[0]}"
+        out[rel.as_posix()] = [tests]
+    return out
+
 
 #: What mutmut's exit codes mean (mutmut.stats.status_by_exit_code, flattened).
 _KILLED = {"killed", "timeout", "segfault", "caught by type check"}
 
-_RESULTS = Path("tests/mutation/results.json")
-_REPORT = Path("tests/mutation/report.md")
-_EQUIVALENTS = Path("tests/mutation/equivalents.txt")
 _STAGING = Path("build/mutation")
+_RESULTS = _STAGING / "results.json"
+_REPORT = _STAGING / "report.md"
+_EQUIVALENTS = _STAGING / "equivalents.txt"
 
 # Run inside the staging folder after mutmut: every mutant's status, and the diff of each that
 # was not killed (mutmut's own `results` and `show`, in one process).
@@ -199,9 +85,7 @@ json.dump(out, sys.stdout)
 
 
 def _root() -> Path:
-    from companions.ledger import find_root
-
-    root = find_root()
+    root = Path(__file__).resolve().parents[1]
     if root is None:
         raise SystemExit("run `python -m companions mutate` inside the repository")
     return root
@@ -427,8 +311,8 @@ def run(
     report_only: bool = False,
     time_limit: float | None = None,
 ) -> int:
-    """Mutate ``modules`` (default: every module of :data:`TARGETS`), update the results and
-    the report; the exit status is 1 when a module scores below 85 %. ``report_only`` mutates
+    """Mutate ``modules`` (default: every module of :func:`targets`), update the results and
+    the report. ``report_only`` mutates
     nothing and rewrites the report from the last results (after editing the equivalents).
     ``time_limit`` (seconds per module) stops a module's run and records it as partial: its score
     is over the mutants tested, which mutmut takes fastest tests first."""
@@ -440,11 +324,12 @@ def run(
         write_report(root, results)
         for module, r in sorted(results.items()):
             print(f"{module}: {r['first']['score']} % -> {r['last']['score']} %", file=out)
-        return int(any(r["last"]["score"] < 85 for r in results.values()))
-    modules = modules or list(TARGETS)
-    unknown = [m for m in modules if m not in TARGETS]
+        return 0
+    table = targets(root)
+    modules = modules or list(table)
+    unknown = [m for m in modules if m not in table]
     if unknown:
-        raise SystemExit(f"unknown module(s) {unknown}: choose from {sorted(TARGETS)}")
+        raise SystemExit(f"unknown module(s) {unknown}: choose from {sorted(table)}")
     results_path = root / _RESULTS
     results: dict = {}
     equivalents = read_equivalents(root / _EQUIVALENTS)
@@ -454,7 +339,7 @@ def run(
 
     for module in modules:
         start = time.perf_counter()
-        statuses = mutate_module(root, module, TARGETS[module], log, time_limit)
+        statuses = mutate_module(root, module, table[module], log, time_limit)
         tested, untested = tested_only({n: d["status"] for n, d in statuses.items()})
         counts = score(tested, equivalents)
         keep = set(counts["surviving_names"]) | set(counts["equivalent_names"])
@@ -462,7 +347,7 @@ def run(
         results = json.loads(results_path.read_text()) if results_path.is_file() else {}
         entry = results.get(module, {})
         results[module] = {
-            "tests": TARGETS[module],
+            "tests": table[module],
             "first": entry.get("first", counts),
             "last": counts,
             "when": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
@@ -481,4 +366,19 @@ def run(
         )
         write_report(root, results)
     log(f"report: {_REPORT}")
-    return int(any(results[m]["last"]["score"] < 85 for m in modules))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("modules", nargs="*", help="paths relative to lib/companions")
+    parser.add_argument("--time-limit", type=float, default=None, help="seconds per module")
+    parser.add_argument("--report-only", action="store_true", help="rewrite the report only")
+    args = parser.parse_args(argv)
+    return run(args.modules, report_only=args.report_only, time_limit=args.time_limit)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
