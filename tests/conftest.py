@@ -4,6 +4,8 @@
   and inherited by the chapters' kernels, so that two workers never fight over the same cores
   (two 2-thread jobs on 2 cores slow each other several-fold). An explicit ``OMP_NUM_THREADS``
   is kept.
+- The settings that speed up kernels on a busy machine (:mod:`companions.book.environment`) are
+  set here, as the CLI sets them, before the workers start.
 - Tests that share an expensive fixture run on one worker (``--dist loadgroup``, set in
   pyproject.toml): the tests that use one chapter's smoke run, and each module with a
   module-scoped fixture. (pytest 9 ignores the group xdist 3.8 writes into a test's id, so
@@ -26,6 +28,9 @@ def worker_threads(cores: int, workers: int) -> int:
 
 
 def pytest_configure(config):
+    from companions.book import environment
+
+    environment.tune()  # the settings the CLI gives kernels, for the workers and their kernels
     workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
     if workers and not any(v in os.environ for v in _THREAD_VARIABLES):
         threads = str(worker_threads(os.cpu_count() or 1, int(workers)))

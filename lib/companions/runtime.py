@@ -3,14 +3,10 @@
 Same seed, same device: same numbers (``torch.use_deterministic_algorithms`` is switched on).
 
 Threads under load: torch's OpenMP threads wait for each other at the end of every parallel
-region, by default spinning. When other processes hold the cores, one of a chapter's threads is
-often descheduled and the other spins out its time slice waiting for it: on a busy 2-core machine
-a 2-thread trainer ran 5-400x slower than with waiting threads that sleep. So ``companions``, when
-imported on a busy machine (the load average leaves less than one core free), sets
-``OMP_WAIT_POLICY=PASSIVE`` where it is not set: it takes effect in this process if torch is not
-loaded yet, and in every process started from it (the chapters' kernels under ``python -m
-companions run``). On an idle machine spinning is faster and is left alone. Where sleeping is not
-in effect, :func:`setup` uses no more threads than the cores the load average leaves free
+region, by default spinning, and on a busy machine a spinning thread waits out its time slice for
+one that was descheduled. The commands that start chapters' kernels set ``OMP_WAIT_POLICY=PASSIVE``
+there on a busy machine (:mod:`companions.book.environment`); where sleeping is not in effect,
+:func:`setup` uses no more threads than the cores the load average leaves free
 (:func:`threads_for_load`; at least one). ``COMPANIONS_THREADS`` = a number fixes the count;
 ``auto`` (the default) follows this rule.
 """
@@ -27,8 +23,9 @@ import torch
 
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
 THREADS_ENV = "COMPANIONS_THREADS"
-#: Whether OpenMP's waiting threads sleep in this process (set by ``companions`` on import).
-OPENMP_PASSIVE = False
+#: Whether OpenMP's waiting threads sleep in this process: the wait policy this process started
+#: with (it is read once, when torch starts its threads).
+OPENMP_PASSIVE = os.environ.get("OMP_WAIT_POLICY", "").upper() == "PASSIVE"
 
 
 def threads_for_load(requested: int, cores: int, load: float, passive: bool = False) -> int:

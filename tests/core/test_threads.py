@@ -50,31 +50,22 @@ def test_configure_threads_sets_torch(monkeypatch):
 
 
 def test_busy_machine_rule():
-    import companions
+    from companions.book import environment
 
-    assert not companions._busy(2, 0.3) and companions._busy(2, 1.5)
-    assert not companions._busy(16, 14.9) and companions._busy(16, 15.1)
+    assert not environment.busy(2, 0.3) and environment.busy(2, 1.5)
+    assert not environment.busy(16, 14.9) and environment.busy(16, 15.1)
 
 
-def test_importing_companions_on_a_busy_machine_asks_openmp_to_sleep():
-    """In a fresh process (load average faked): busy and companions imported before torch, the
-    waiters sleep (and runtime says so); imported after torch, the children get the policy but
-    this process cannot; idle, nothing is set."""
-    import os
+def test_tune_sets_what_is_unset_and_the_wait_policy_only_when_busy(monkeypatch):
+    from companions.book import environment
 
-    code = (
-        "import os, sys\nos.getloadavg = lambda: ({load}, 0.0, 0.0)\n{first}\n"
-        "import companions\nfrom companions import runtime\n"
-        "print(os.environ.get('OMP_WAIT_POLICY'), runtime.OPENMP_PASSIVE)"
-    )
-    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
-    cores = len(os.sched_getaffinity(0))
-    for load, first, expected in [
-        (cores + 5, "", "PASSIVE True"),
-        (cores + 5, "import torch", "PASSIVE False"),
-        (0.0, "", "None False"),
-    ]:
-        assert _last_line_of_fresh_python(code.format(load=load, first=first), env) == expected
+    monkeypatch.setattr(environment.os, "getloadavg", lambda: (50.0, 0.0, 0.0))
+    env = {}
+    assert environment.tune(env) == {"OMP_WAIT_POLICY": "PASSIVE", "THP_MEM_ALLOC_ENABLE": "1"}
+    kept = {"OMP_WAIT_POLICY": "ACTIVE", "THP_MEM_ALLOC_ENABLE": "0"}
+    assert environment.tune(dict(kept)) == {}  # a user's settings are kept
+    monkeypatch.setattr(environment.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    assert environment.tune({}) == {"THP_MEM_ALLOC_ENABLE": "1"}  # idle: spinning is faster
 
 
 def _last_line_of_fresh_python(code: str, env: dict) -> str:
@@ -88,19 +79,35 @@ def _last_line_of_fresh_python(code: str, env: dict) -> str:
     return done.stdout.split("\n")[-2]
 
 
-def test_importing_companions_first_puts_large_tensors_on_huge_pages():
-    """In a fresh process: companions imported before torch asks for transparent huge pages, and
-    torch then allocates a large tensor as it does for them, on a page boundary of its own (the
-    region it marks with ``madvise``); a user's ``THP_MEM_ALLOC_ENABLE=0`` is kept, and the tensor
-    then has torch's usual 64-byte alignment inside the allocator's block, off the page boundary."""
+def test_importing_companions_changes_no_environment_and_runtime_reads_the_policy():
     import os
 
     code = (
-        "import os, companions, torch\n"
+        "import os\nbefore = dict(os.environ)\nimport companions\nfrom companions import runtime"
+        "\nprint(dict(os.environ) == before, runtime.OPENMP_PASSIVE)"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY",)}
+    assert _last_line_of_fresh_python(code, env) == "True False"
+    assert _last_line_of_fresh_python(code, dict(env, OMP_WAIT_POLICY="passive")) == "True True"
+
+
+def test_huge_pages_for_large_tensors_where_tune_set_them_first():
+    """In a fresh process: tune() before torch asks for transparent huge pages, and torch then
+    allocates a large tensor as it does for them, on a page boundary of its own; a user's
+    ``THP_MEM_ALLOC_ENABLE=0`` is kept, and the tensor then has torch's usual alignment."""
+    import os
+
+    code = (
+        "import os\nfrom companions.book import environment\nimport torch\n"
         "x = torch.empty(3 << 20, dtype=torch.uint8)\n"
         "print(os.environ.get('THP_MEM_ALLOC_ENABLE'), x.data_ptr() % 4096 == 0)"
     )
+    # companions imports torch: tune() must run in a process that has not imported it, as the
+    # CLI's kernels are; here a first process sets the variable and a second one inherits it
     env = {k: v for k, v in os.environ.items() if k != "THP_MEM_ALLOC_ENABLE"}
-    for setting, expected in [(None, "1 True"), ("0", "0 False")]:
-        run_env = dict(env) if setting is None else dict(env, THP_MEM_ALLOC_ENABLE=setting)
-        assert _last_line_of_fresh_python(code, run_env) == expected
+    tuned = dict(env)
+    from companions.book import environment
+
+    environment.tune(tuned)
+    assert _last_line_of_fresh_python(code, tuned) == "1 True"
+    assert _last_line_of_fresh_python(code, dict(env, THP_MEM_ALLOC_ENABLE="0")) == "0 False"

@@ -855,7 +855,10 @@ def cmd_bench(args) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from companions.book import environment
+
     args = build_parser().parse_args(argv)
+    environment.tune()  # for the kernels this command starts (companions.book.environment)
     return args.func(args)
 
 
