@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import statistics
 from dataclasses import dataclass, field
 from statistics import NormalDist
 from typing import Any, ClassVar, Mapping, Sequence
@@ -317,11 +318,17 @@ def _level_text(level: float, critical: float | None) -> str:
 
 def _seeds_needed(mean: float, sd: float, boundary: float, level: float, most: int = 1000):
     """The fewest values whose interval (same mean and spread) would clear ``boundary``, or None
-    if none up to ``most`` would (the mean sits on the boundary)."""
+    if none up to ``most`` would (the mean sits on the boundary). Student's t exceeds the normal
+    quantile ``z`` at every size, so no count below ``(z sd / gap)^2`` can do it: the search
+    starts there."""
     gap = abs(mean - boundary)
     if gap == 0:
         return None
-    for n in range(2, most + 1):
+    z = statistics.NormalDist().inv_cdf(0.5 + level / 2)
+    start = max(2, math.floor((z * sd / gap) ** 2)) if sd > 0 else 2
+    if start > most:
+        return None
+    for n in range(start, most + 1):
         if stats.t_critical(n - 1, level) * sd / math.sqrt(n) < gap:
             return n
     return None
