@@ -15,6 +15,7 @@ from companions.claims import (
     Exact,
     MeanAbove,
     MeanWithin,
+    OnlyRefutes,
 )
 from companions.scale import Chapter, Float, Int, ListOf, register_chapter
 
@@ -70,24 +71,44 @@ CLAIMS = (
     Claim(
         id="theorem-7-2-1-no-spurious",
         source="Theorem 7.2 (1)",
-        kind="bound",
+        kind="reproduction",
         statistic="on a finite model meeting (A1)-(A3) (g the identity, |phi| = B on every x, "
         "logistic loss; |Z_R| = 3, |Z_U| = 2, k = 2, B in {1, 3}): the lowest loss found over "
         "representations free to depend on z_U minus the lowest over those that ignore it "
         "(L-BFGS, random restarts, float64)",
-        rule=Every(AtLeast(-1e-6)),
+        rule=OnlyRefutes(Every(AtLeast(-1e-6))),
         could_fail="if the optimum encoded z_U, some representation that depends on it would "
-        "reach a lower loss than every one that does not",
+        "reach a lower loss than every one that does not (differs); a search that finds none "
+        "leaves the theorem unrefuted, not confirmed",
+        decides="a proof: a search can refute the statement, never confirm it",
+        amended=(
+            Amendment(
+                _AMENDED,
+                previous=Every(AtLeast(-1e-6)),
+                reason="registered first as a bound that holds when the search finds nothing "
+                "lower; a search cannot confirm an optimum, so no counterexample is now "
+                "inconclusive (the book's rule for searches, OnlyRefutes)",
+            ),
+        ),
     ),
     Claim(
         id="xor-square-optimal",
         source="Appendix F.1.1",
-        kind="bound",
+        kind="reproduction",
         statistic="the lowest loss of xor_restarts random restarts (Adam on the four angles, "
         "float64) minus the loss of the source's square map",
-        rule=AtLeast(-1e-9),
+        rule=OnlyRefutes(AtLeast(-1e-9)),
         could_fail="a restart ending below the square shows it is not optimal (the source says "
-        "it 'can be verified')",
+        "it 'can be verified'); none below leaves it unrefuted, not verified",
+        decides="a proof: restarts can refute the optimality, never confirm it",
+        amended=(
+            Amendment(
+                _AMENDED,
+                previous=AtLeast(-1e-9),
+                reason="a bound that held when no restart ended lower; restarts cannot verify an "
+                "optimum, so no counterexample is now inconclusive (OnlyRefutes)",
+            ),
+        ),
     ),
     Claim(
         id="f8-exponential-alpha-one",
