@@ -2,18 +2,15 @@
 
 Same seed, same device: same numbers (``torch.use_deterministic_algorithms`` is switched on).
 
-Threads under load: torch's OpenMP threads wait for each other at the end of every parallel
-region, by default spinning, and on a busy machine a spinning thread waits out its time slice for
-one that was descheduled. The commands that start chapters' kernels set ``OMP_WAIT_POLICY=PASSIVE``
-there on a busy machine (:mod:`companions.book.environment`); where sleeping is not in effect,
-:func:`setup` uses no more threads than the cores the load average leaves free
-(:func:`threads_for_load`; at least one). ``COMPANIONS_THREADS`` = a number fixes the count;
-``auto`` (the default) follows this rule.
+Threads: :func:`setup` keeps torch's thread count (the cores, or ``$OMP_NUM_THREADS``) and never
+lowers it for a busy machine, because the thread count changes the order of floating-point sums
+and so the numbers of a training run. On a busy machine the commands that start chapters' kernels
+make OpenMP's waiting threads sleep instead (:mod:`companions.book.environment`).
+``COMPANIONS_THREADS`` = a number fixes the count; ``auto`` (the default) keeps torch's.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import random
 from dataclasses import dataclass
@@ -23,24 +20,6 @@ import torch
 
 DTYPES = {"float64": torch.float64, "float32": torch.float32}
 THREADS_ENV = "COMPANIONS_THREADS"
-#: Whether OpenMP's waiting threads sleep in this process: the wait policy this process started
-#: with (it is read once, when torch starts its threads).
-OPENMP_PASSIVE = os.environ.get("OMP_WAIT_POLICY", "").upper() == "PASSIVE"
-
-
-def threads_for_load(requested: int, cores: int, load: float, passive: bool = False) -> int:
-    """How many threads to use: ``requested``, but, unless waiting threads sleep (``passive``),
-    no more than the cores that a load average of ``load`` leaves free (rounded to the nearest),
-    and at least one. (With sleeping waiters, more threads get more of a busy machine's time.)"""
-    if requested < 1:
-        raise ValueError(f"parameter 'requested' = {requested} is not allowed: expected >= 1")
-    if cores < 1:
-        raise ValueError(f"parameter 'cores' = {cores} is not allowed: expected >= 1")
-    if not load >= 0:
-        raise ValueError(f"parameter 'load' = {load} is not allowed: expected a number >= 0")
-    if passive:
-        return requested
-    return max(1, min(requested, math.floor(cores - load + 0.5)))
 
 
 def available_cores() -> int:
@@ -53,9 +32,11 @@ def available_cores() -> int:
 
 def configure_threads(threads: int | str | None = None) -> int:
     """Set torch's thread count and return it. ``threads``: a number (used as it is), or
-    ``'auto'`` / ``None`` (the default, or ``$COMPANIONS_THREADS``): torch's current count, which
-    :func:`threads_for_load` lowers to the cores the 1-minute load average leaves free where
-    OpenMP's waiting threads spin (:data:`OPENMP_PASSIVE` false)."""
+    ``'auto'`` / ``None`` (the default, or ``$COMPANIONS_THREADS``): torch's own count (the cores,
+    or ``$OMP_NUM_THREADS``, which the test runner and the book build set). It never follows the
+    machine's load: the thread count changes the order of floating-point sums, and so the numbers
+    of a training run, and a chapter must give the same ledger for the same seed on the same
+    machine."""
     if threads is None:
         threads = os.environ.get(THREADS_ENV, "auto")
     if isinstance(threads, str) and threads != "auto":
@@ -66,13 +47,7 @@ def configure_threads(threads: int | str | None = None) -> int:
             )
         threads = int(threads)
     if threads == "auto":
-        try:
-            load = os.getloadavg()[0]
-        except OSError:  # pragma: no cover (no load average)
-            load = 0.0
-        threads = threads_for_load(
-            torch.get_num_threads(), available_cores(), load, passive=OPENMP_PASSIVE
-        )
+        threads = torch.get_num_threads()
     if threads < 1:
         raise ValueError(f"parameter 'threads' = {threads} is not allowed: expected >= 1")
     torch.set_num_threads(threads)

@@ -11,6 +11,24 @@ from jupyter_client import KernelManager
 from companions.book.cli import execute_chapter
 from companions.ledger import SMOKE_LEDGER_ENV
 
+#: Set (as .ci/run does) to make a missing or unusable sandbox a failure rather than a skip.
+SANDBOX_REQUIRED_ENV = "BOOK_SANDBOX_REQUIRED"
+
+
+@pytest.fixture(scope="session")
+def sandboxed():
+    """Grading runs every submission in bubblewrap: skip, saying why, where it is missing or cannot
+    start (a fresh machine without it), unless ``$BOOK_SANDBOX_REQUIRED`` is set, where that
+    fails."""
+    from companions.book import sandbox
+
+    try:
+        sandbox.check_available()
+    except sandbox.SandboxUnavailable as err:
+        if os.environ.get(SANDBOX_REQUIRED_ENV):
+            pytest.fail(f"the grading sandbox is required here: {err}")
+        pytest.skip(f"the grading sandbox is not available: {err}")
+
 
 @pytest.fixture(scope="session")
 def smoke_runs(tmp_path_factory):

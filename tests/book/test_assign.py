@@ -250,7 +250,7 @@ def code_of(nb) -> list[str]:
 
 @pytest.mark.parametrize("chapter_id", CHAPTER_IDS)
 def test_assignment_grades_solution_full_blank_zero_and_one_wrong_answer(
-    chapter_id, tmp_path, smoke_runs
+    chapter_id, tmp_path, smoke_runs, sandboxed
 ):
     bundle = assign.build_assignment(chapter_id, _notebook(chapter_id), tmp_path, scale="smoke")
     target = bundle.questions[len(bundle.questions) // 2]

@@ -228,7 +228,7 @@ CHEATS = {
 }
 
 
-def test_a_class_is_graded_and_no_cheat_scores(bundle, tmp_path):
+def test_a_class_is_graded_and_no_cheat_scores(bundle, tmp_path, sandboxed):
     names = answer_names(bundle)
     junk = JUNK.format(names=" = ".join(names))
     blank = nbformat.read(bundle.student, 4)
@@ -277,7 +277,9 @@ def test_a_class_is_graded_and_no_cheat_scores(bundle, tmp_path):
         assert "junk" not in grade.feedback() and "gamma" not in grade.feedback().split(":")[-1]
 
 
-def test_the_solutions_own_answers_are_what_a_sandboxed_run_of_it_exports(bundle, tmp_path):
+def test_the_solutions_own_answers_are_what_a_sandboxed_run_of_it_exports(
+    bundle, tmp_path, sandboxed
+):
     """The judge's export of the solution's answers (which the suite grades as each chapter's full
     submission) is what a student's run of the solution in the sandbox exports, and scores full."""
     with assign.Grader(bundle.folder) as grader:
@@ -310,7 +312,9 @@ def started_kernel(cwd: Path, code: str):
     return kernel
 
 
-def test_a_grader_handed_a_kernel_judges_in_its_state_and_shuts_it_down(bundle, tmp_path):
+def test_a_grader_handed_a_kernel_judges_in_its_state_and_shuts_it_down(
+    bundle, tmp_path, sandboxed
+):
     """``Grader(judge_kernel=...)``: the judge runs nothing of the solution; it exports the answers
     the kernel holds (not the solution's), writes nothing where the kernel started, and the kernel
     is shut down with the grader, used or not."""
@@ -331,7 +335,9 @@ def test_a_grader_handed_a_kernel_judges_in_its_state_and_shuts_it_down(bundle, 
             grader.solution_answers()
 
 
-def test_a_dry_run_grader_passes_the_dry_run_to_the_submission_and_only_then(bundle, tmp_path):
+def test_a_dry_run_grader_passes_the_dry_run_to_the_submission_and_only_then(
+    bundle, tmp_path, sandboxed
+):
     seen = "import os\nanswer_width = int(os.environ.get('COMPANIONS_DRY_RUN', '0'))"
     submission = small_notebook(tmp_path / "env.ipynb", seen)
     for dry_run, expected in ((None, 0), (3, 3)):
@@ -344,7 +350,7 @@ def test_a_dry_run_grader_passes_the_dry_run_to_the_submission_and_only_then(bun
             assign.Grader(bundle.folder, dry_run=bad)
 
 
-def test_limits_stop_a_submission_and_the_class_goes_on(bundle, tmp_path):
+def test_limits_stop_a_submission_and_the_class_goes_on(bundle, tmp_path, sandboxed):
     outside = tmp_path / "outside"
     outside.mkdir()
     loop = small_notebook(
@@ -380,7 +386,7 @@ def test_limits_stop_a_submission_and_the_class_goes_on(bundle, tmp_path):
     assert not by_name["fine"].errors
 
 
-def test_the_cli_grades_a_folder_into_a_gradebook_and_resumes(bundle, tmp_path, capsys):
+def test_the_cli_grades_a_folder_into_a_gradebook_and_resumes(bundle, tmp_path, capsys, sandboxed):
     folder = tmp_path / "submissions"
     folder.mkdir()
     names = answer_names(bundle)
@@ -408,7 +414,7 @@ def test_the_cli_grades_a_folder_into_a_gradebook_and_resumes(bundle, tmp_path, 
 
 
 def test_wrong_answers_are_the_answers_a_one_percent_off_notebook_would_export(
-    tmp_path, monkeypatch
+    tmp_path, monkeypatch, sandboxed
 ):
     """wrong_answers edits exported JSON; it must match what the kernel's own dump cell exports
     for the same values times 1.01, for every kind of answer the dump cell writes."""
@@ -608,7 +614,7 @@ def processes_in(namespace: str) -> list[str]:
     return found
 
 
-def test_attacks_on_the_sandbox_score_nothing_and_leave_nothing(bundle, tmp_path):
+def test_attacks_on_the_sandbox_score_nothing_and_leave_nothing(bundle, tmp_path, sandboxed):
     """Each attack scores 0 with a note in its feedback, leaves no file outside its scratch folder
     and no process behind; the copying ones score full marks without the sandbox."""
     outside, folder = tmp_path / "outside", tmp_path / "class"

@@ -7,8 +7,6 @@ import re
 
 import pytest
 import torch
-from hypothesis import given
-from hypothesis import strategies as st
 
 from companions import runtime as R
 
@@ -19,32 +17,6 @@ def threads_kept():
     before = torch.get_num_threads()
     yield
     torch.set_num_threads(before)
-
-
-# -- threads_for_load ------------------------------------------------------------------------------
-def test_one_core_is_allowed():
-    # cores = 1 is valid (a 1-core machine): idle it gives 1 thread, whatever was requested
-    assert R.threads_for_load(1, 1, 0.0) == 1
-    assert R.threads_for_load(4, 1, 0.0) == 1  # floor(1 - 0 + 0.5) = 1
-    assert R.threads_for_load(4, 1, 3.0) == 1  # floor(-1.5) = -2, raised to the floor of 1
-
-
-def test_zero_load_is_allowed_and_rounds_to_the_nearest():
-    assert R.threads_for_load(8, 4, 0.0) == 4  # floor(4.5) = 4
-    assert R.threads_for_load(8, 4, 1.5) == 3  # 2.5 free: ties round up, floor(3.0) = 3
-    assert R.threads_for_load(8, 4, 1.51) == 2  # 2.49 free: floor(2.99) = 2
-
-
-@given(
-    requested=st.integers(1, 64),
-    cores=st.integers(1, 64),
-    load=st.floats(0, 100, allow_nan=False),
-)
-def test_threads_for_load_is_the_request_capped_by_the_free_cores(requested, cores, load):
-    # a second implementation: the free cores rounded half up by comparing with the integers
-    free = max(n for n in range(-101, 65) if n <= cores - load + 0.5)
-    assert R.threads_for_load(requested, cores, load) == max(1, min(requested, free))
-    assert R.threads_for_load(requested, cores, load, passive=True) == requested
 
 
 # -- available_cores -------------------------------------------------------------------------------
@@ -70,35 +42,9 @@ def test_available_cores_without_an_affinity_call(monkeypatch):
 
 
 # -- configure_threads -----------------------------------------------------------------------------
-def _busy_machine(monkeypatch, loads, cores=2):
-    monkeypatch.delenv(R.THREADS_ENV, raising=False)
-    monkeypatch.setattr(R.os, "getloadavg", lambda: loads)
-    monkeypatch.setattr(R, "available_cores", lambda: cores)
-    monkeypatch.setattr(R, "OPENMP_PASSIVE", False)
-    torch.set_num_threads(cores)
-
-
-def test_configure_threads_reads_the_one_minute_load(monkeypatch, threads_kept):
-    # 1-minute load 1.5 on 2 cores: floor(2 - 1.5 + 0.5) = 1; the 5-minute load (0) would give 2
-    _busy_machine(monkeypatch, (1.5, 0.0, 0.0))
-    assert R.configure_threads() == 1 == torch.get_num_threads()
-    _busy_machine(monkeypatch, (0.0, 1.5, 1.5))
-    assert R.configure_threads() == 2 == torch.get_num_threads()
-
-
-def test_configure_threads_without_a_load_average_takes_the_machine_as_idle(
-    monkeypatch, threads_kept
-):
-    def no_load():
-        raise OSError("no load average")
-
-    _busy_machine(monkeypatch, None)
-    monkeypatch.setattr(R.os, "getloadavg", no_load)
-    assert R.configure_threads() == 2  # load 0: floor(2.5) = 2 (load 1 would give floor(1.5) = 1)
-
-
 def test_configure_threads_env_unset_means_auto(monkeypatch, threads_kept):
-    _busy_machine(monkeypatch, (0.0, 0.0, 0.0))
+    monkeypatch.delenv(R.THREADS_ENV, raising=False)
+    torch.set_num_threads(2)
     assert R.configure_threads(None) == 2
     monkeypatch.setenv(R.THREADS_ENV, " 1 ")  # a number with spaces is a number
     assert R.configure_threads() == 1
