@@ -616,6 +616,16 @@ def test_ledger_page_filters_and_links_claims(browser, site):
     browser.save_screenshot(str(ARTIFACTS / "ledger-differs.png"))
 
 
+@on_browser(1)
+def test_the_pages_on_running_and_teaching_open_clean(browser, site):
+    for page, words in (("book/running.html", "make test"), ("book/teaching.html", "bubblewrap")):
+        facts = open_page(browser, urljoin(site, page), maths=False)
+        assert facts["h1"], f"{page} has no title"
+        assert words in facts["text"], f"{page} does not say {words!r}"
+        assert not facts["errors"] and not facts["foreign"], (page, facts["errors"])
+        assert not console_errors(browser), f"{page}: {console_errors(browser)}"
+
+
 SCREENSHOT_CHAPTERS = ("fourier-max-margin", "looped-gd")
 
 

@@ -27,7 +27,8 @@ import companions
 from companions.claims import CHECK_KINDS, COMPARE_KINDS
 
 ROOT = Path(__file__).resolve().parents[2]
-PAGES = {"book/intro", "book/ledger", "book/costs"}  # toc entries that are not chapters
+#: toc entries that are not chapters
+PAGES = {"book/intro", "book/ledger", "book/costs", "book/running", "book/teaching"}
 LEDGER_PAGE = ROOT / "book" / "ledger.md"
 CLAIM_KEYS = {"id", "source", "kind", "status", "expected", "observed", "tolerance", "note"}
 #: What a registered claim's ledger entry says (companions.claims).
