@@ -31,7 +31,8 @@ written, so a notebook (and the book build, and the tests) stop at its end. ``di
 finding, not a failure; ``inconclusive`` says the run was too small to decide (its note names the
 scale that would), and is counted apart.
 
-A *dry run* (``$COMPANIONS_DRY_RUN``, see :mod:`companions.train`) cuts every tracked loop after its
+A *dry run* (``$COMPANIONS_DRY_RUN``, see :mod:`companions.train`, which imports nothing of this
+module) cuts every tracked loop after its
 first steps: its claims are not findings. Its ledger records ``dry_run`` (the steps kept and the
 loops cut), its table is headed as a dry run, a failing check does not raise, and :func:`load`
 leaves dry-run ledgers out unless asked (``dry_runs=True``), so no page of the book shows one.
@@ -57,10 +58,6 @@ KINDS = ("identity", "bound", "prediction", "reproduction", "erratum")
 #: Every status a claim can have, in the order the book's tables list them.
 STATUSES = ("holds", "reproduced", "differs", "inconclusive", "fails")
 LEDGER_ENV = "BOOK_LEDGER_DIR"
-#: A dry run's environment variable (read by :func:`companions.train.dry_run_steps`).
-DRY_RUN_ENV = "COMPANIONS_DRY_RUN"
-#: Ends a dry run after this many outermost tracked loops (:func:`companions.train.progress`).
-DRY_RUN_LOOPS_ENV = "COMPANIONS_DRY_RUN_LOOPS"
 #: Where the tests keep the chapters' smoke-scale ledgers, when set (CI sets it, so that the book
 #: build can show the smoke and default ledgers side by side).
 SMOKE_LEDGER_ENV = "BOOK_SMOKE_LEDGER_DIR"
@@ -224,6 +221,9 @@ class Ledger:
         # late. CPU time is the process's own, every thread, so it does not count other load.
         self._start = min(time.perf_counter(), companions.IMPORTED_AT)
         _OPEN.add(self)
+        from companions import train
+
+        train.on_dry_run_end(write_open)  # a dry run that ends early writes this ledger
 
     # -- recording ---------------------------------------------------------------------------
     def _add(self, claim: dict) -> dict:
@@ -522,7 +522,8 @@ _OPEN: weakref.WeakSet = weakref.WeakSet()  # every Ledger of this process still
 
 def write_open() -> list[Path]:
     """Write every ledger of this process as it stands (a dry run that ends early, see
-    :data:`DRY_RUN_LOOPS_ENV`, has no :meth:`Ledger.finish`); return their paths."""
+    :data:`companions.train.DRY_RUN_LOOPS_ENV`, has no :meth:`Ledger.finish`); return their
+    paths."""
     return sorted(led.write() for led in list(_OPEN))
 
 
@@ -534,12 +535,10 @@ DRY_RUN_HEADING = (
 
 def _dry_run_record() -> dict:
     """``{"dry_run": {...}}`` in a dry run (the steps each loop kept, and the loops cut), else
-    ``{}``."""
-    if not os.environ.get(DRY_RUN_ENV, "").strip():
-        return {}  # not a dry run: no need to import torch here
-    from companions import train
-
-    steps = train.dry_run_steps()
+    ``{}``. Only :mod:`companions.train` cuts loops: where it was never imported, nothing was cut
+    and the run is a real one."""
+    train = sys.modules.get("companions.train")
+    steps = train.dry_run_steps() if train is not None else None
     if steps is None:
         return {}
     record = {"steps": steps, "loops": train.dry_run_loops()}

@@ -234,6 +234,16 @@ def topic_of(chapter_id: str) -> str:
     return _TOPIC[chapter_id]
 
 
+def chapter_pages() -> dict[str, Chapter]:
+    """The book's declared chapters by page (notebook path without ``.md``); chapters whose id
+    starts with ``_`` (test fixtures) are left out."""
+    return {
+        chapter.notebook.removesuffix(".md"): chapter
+        for chapter in chapters().values()
+        if not chapter.id.startswith("_")
+    }
+
+
 def get_chapter(chapter_id: str) -> Chapter:
     known = chapters()
     if chapter_id not in known:

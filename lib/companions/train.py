@@ -11,7 +11,8 @@ loops it cut, with their planned and run iterations and time.
 
 Setting ``COMPANIONS_DRY_RUN_LOOPS`` to ``k`` as well *ends* the dry run when its ``k``-th
 outermost tracked loop has run its steps: every open ledger is written as it stands
-(:func:`companions.ledger.write_open`, its ``dry_run`` marked ``ended``) and :class:`DryRunEnded`
+(the callbacks of :func:`on_dry_run_end`: the ledger's, its ``dry_run`` marked ``ended``) and
+:class:`DryRunEnded`
 is raised, which ``python -m companions run`` counts as a run that ended where it was told to. The
 cells before that point run at the chapter's size, so a ``paper`` preset's data, model and first
 training steps are checked in seconds even where its later cells take minutes on a CPU.
@@ -34,9 +35,24 @@ from typing import Callable, Iterable
 import torch
 from tqdm.std import tqdm  # plain text bars: tqdm.auto needs ipywidgets in a notebook
 
-from companions.ledger import DRY_RUN_ENV, DRY_RUN_LOOPS_ENV, write_open
+#: A dry run's environment variable: the steps each tracked loop keeps (:func:`dry_run_steps`).
+DRY_RUN_ENV = "COMPANIONS_DRY_RUN"
+#: Ends a dry run after this many outermost tracked loops (:func:`dry_run_loop_limit`).
+DRY_RUN_LOOPS_ENV = "COMPANIONS_DRY_RUN_LOOPS"
 
 _LOOPS: list[dict] = []
+#: Called, in order, when a dry run ends early: each returns what it wrote (the ledger registers
+#: the writing of every open ledger, :func:`companions.ledger.write_open`).
+_ON_END: list = []
+
+
+def on_dry_run_end(callback) -> None:
+    """Call ``callback()`` when a dry run ends after its first tracked loops (once per callback;
+    what it returns, a list of paths, is named in :class:`DryRunEnded`)."""
+    if callback not in _ON_END:
+        _ON_END.append(callback)
+
+
 _STATE = {"ended": False, "outermost_done": 0}  # a dry run's end (COMPANIONS_DRY_RUN_LOOPS)
 
 
@@ -124,9 +140,10 @@ def _timed(iterable: Iterable, record: dict, index: int):
 
 
 def _end_dry_run(limit: int):
-    """Write every open ledger as it stands, then raise :class:`DryRunEnded`."""
+    """Write every open ledger as it stands (:func:`on_dry_run_end`), then raise
+    :class:`DryRunEnded`."""
     _STATE["ended"] = True
-    written = write_open()
+    written = [path for callback in _ON_END for path in callback()]
     raise DryRunEnded(
         f"the dry run ends after its first {limit} tracked loop(s) ({DRY_RUN_LOOPS_ENV}={limit}); "
         f"ledger(s) written: {', '.join(str(p) for p in written) or 'none'}"

@@ -686,7 +686,7 @@ def test_tiny_book_ledger_filters_and_links(tiny_browser, tmp_path, monkeypatch)
     from tests.book import test_sphinx_ext as tiny
 
     chapter = tiny.SimpleNamespace(id=tiny.CHAPTER_ID, notebook=f"{tiny.CHAPTER_DOC}.md")
-    monkeypatch.setattr(tiny.SL, "chapter_docs", lambda: {tiny.CHAPTER_DOC: chapter})
+    monkeypatch.setattr(tiny.SL.scale, "chapter_pages", lambda: {tiny.CHAPTER_DOC: chapter})
     html, _ = tiny.build(tmp_path, monkeypatch, "fresh")
     handler = functools.partial(_QuietHandler, directory=str(html))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)

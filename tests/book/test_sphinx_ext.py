@@ -108,7 +108,7 @@ def setup(app):
 @pytest.fixture
 def demo_chapter(monkeypatch):
     chapter = SimpleNamespace(id=CHAPTER_ID, notebook=f"{CHAPTER_DOC}.md")
-    monkeypatch.setattr(SL, "chapter_docs", lambda: {CHAPTER_DOC: chapter})
+    monkeypatch.setattr(SL.scale, "chapter_pages", lambda: {CHAPTER_DOC: chapter})
     return chapter
 
 
@@ -194,7 +194,7 @@ def test_status_counts_and_ledger_dir(tmp_path, monkeypatch):
 def test_chapter_docs_are_the_declared_chapters():
     import companions
 
-    docs = SL.chapter_docs()
+    docs = SL.scale.chapter_pages()
     for chapter in companions.chapters().values():
         if chapter.id.startswith("_"):
             assert all(c.id != chapter.id for c in docs.values())

@@ -27,7 +27,7 @@ class _Cfg:
 @pytest.fixture
 def dry(monkeypatch):
     monkeypatch.setenv(train.DRY_RUN_ENV, "2")
-    monkeypatch.delenv(ledger_mod.DRY_RUN_LOOPS_ENV, raising=False)
+    monkeypatch.delenv(train.DRY_RUN_LOOPS_ENV, raising=False)
     monkeypatch.setattr(train, "_LOOPS", [])
     monkeypatch.setattr(train, "_ACTIVE", [])
     monkeypatch.setattr(train, "_STATE", {"ended": False, "outermost_done": 0})
@@ -126,22 +126,22 @@ def test_the_ledger_summary_marks_a_dry_run():
 
 def test_the_loop_limit_needs_a_dry_run_and_a_number(monkeypatch, dry):
     for value in ("", "0"):
-        monkeypatch.setenv(ledger_mod.DRY_RUN_LOOPS_ENV, value)
+        monkeypatch.setenv(train.DRY_RUN_LOOPS_ENV, value)
         assert train.dry_run_loop_limit() is None
-    monkeypatch.setenv(ledger_mod.DRY_RUN_LOOPS_ENV, "3")
+    monkeypatch.setenv(train.DRY_RUN_LOOPS_ENV, "3")
     assert train.dry_run_loop_limit() == 3
     monkeypatch.setenv(train.DRY_RUN_ENV, "0")  # not a dry run: nothing ends early
     assert train.dry_run_loop_limit() is None
     monkeypatch.setenv(train.DRY_RUN_ENV, "1")
-    monkeypatch.setenv(ledger_mod.DRY_RUN_LOOPS_ENV, "first")
-    with pytest.raises(ValueError, match=ledger_mod.DRY_RUN_LOOPS_ENV):
+    monkeypatch.setenv(train.DRY_RUN_LOOPS_ENV, "first")
+    with pytest.raises(ValueError, match=train.DRY_RUN_LOOPS_ENV):
         train.dry_run_loop_limit()
 
 
 def test_a_dry_run_ends_after_its_first_outermost_loops_with_its_ledger_written(
     monkeypatch, dry, tmp_path
 ):
-    monkeypatch.setenv(ledger_mod.DRY_RUN_LOOPS_ENV, "2")
+    monkeypatch.setenv(train.DRY_RUN_LOOPS_ENV, "2")
     led = ledger_mod.Ledger(_Cfg("x", "paper"), device="cpu", ledger_dir=tmp_path)
     seen = []
     for i in train.progress(range(10), desc="first", disable=True):
@@ -149,7 +149,7 @@ def test_a_dry_run_ends_after_its_first_outermost_loops_with_its_ledger_written(
             seen.append((i, j))
     led.check("before-the-end", "nowhere", "identity", True, 0, 0)
     assert not train.dry_run_ended() and not led.path.exists()
-    with pytest.raises(train.DryRunEnded, match=rf"{ledger_mod.DRY_RUN_LOOPS_ENV}=2"):
+    with pytest.raises(train.DryRunEnded, match=rf"{train.DRY_RUN_LOOPS_ENV}=2"):
         for _ in train.progress(range(10), desc="second", disable=True):
             seen.append("second")
     assert seen == [(0, 0), (0, 1), (1, 0), (1, 1), "second", "second"]  # its steps all ran
@@ -162,7 +162,7 @@ def test_a_dry_run_ends_after_its_first_outermost_loops_with_its_ledger_written(
 
 
 def test_a_dry_run_that_never_reaches_its_loop_limit_runs_to_the_end(monkeypatch, dry, tmp_path):
-    monkeypatch.setenv(ledger_mod.DRY_RUN_LOOPS_ENV, "2")
+    monkeypatch.setenv(train.DRY_RUN_LOOPS_ENV, "2")
     led = ledger_mod.Ledger(_Cfg("x", "paper"), device="cpu", ledger_dir=tmp_path)
     bar = train.progress(range(10), desc="broken off", disable=True)
     for _ in bar:
@@ -187,14 +187,14 @@ def test_bad_values_get_the_whole_message(monkeypatch, dry):
     with pytest.raises(ValueError, match=f"is not allowed: {re.escape(expected)}$"):
         train.dry_run_steps()
     monkeypatch.setenv(train.DRY_RUN_ENV, "1")
-    monkeypatch.setenv(ledger_mod.DRY_RUN_LOOPS_ENV, "-1")
+    monkeypatch.setenv(train.DRY_RUN_LOOPS_ENV, "-1")
     expected = "expected a number of loops >= 1 (or 0 / unset: run every loop)"
     with pytest.raises(ValueError, match=f"is not allowed: {re.escape(expected)}$"):
         train.dry_run_loop_limit()
 
 
 def test_the_end_names_the_ledgers_written(monkeypatch, dry, tmp_path):
-    monkeypatch.setenv(ledger_mod.DRY_RUN_LOOPS_ENV, "1")
+    monkeypatch.setenv(train.DRY_RUN_LOOPS_ENV, "1")
     with pytest.raises(train.DryRunEnded, match=r"ledger\(s\) written: none$"):
         list(train.progress(range(3), disable=True))
     monkeypatch.setattr(train, "_STATE", {"ended": False, "outermost_done": 0})

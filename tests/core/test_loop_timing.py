@@ -25,7 +25,7 @@ class _Clock(dry_run_tests._Clock):
 @pytest.fixture
 def clock(monkeypatch):
     monkeypatch.delenv(train.DRY_RUN_ENV, raising=False)
-    monkeypatch.delenv(ledger_mod.DRY_RUN_LOOPS_ENV, raising=False)
+    monkeypatch.delenv(train.DRY_RUN_LOOPS_ENV, raising=False)
     monkeypatch.setattr(train, "_LOOPS", [])
     monkeypatch.setattr(train, "_ACTIVE", [])
     monkeypatch.setattr(train, "_STATE", {"ended": False, "outermost_done": 0})

@@ -583,7 +583,7 @@ def _execute(
         "MPLBACKEND": "Agg",
     }
     if dry_run is not None:
-        from companions.ledger import DRY_RUN_ENV
+        from companions.train import DRY_RUN_ENV
 
         env[DRY_RUN_ENV] = str(dry_run)
     report_file = scratch.parent / (scratch.name + "-" + sandbox.REPORT)

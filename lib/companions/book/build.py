@@ -70,9 +70,9 @@ def _execute(path: str, threads: int, timeout: int) -> tuple[str, object, float,
 
 def chapter_sources(root: Path) -> list[Path]:
     """The chapters of ``_toc.yml`` (declared in ``lib/companions``), in the book's order."""
-    from companions.book.sphinx_ledger import chapter_docs
+    from companions.scale import chapter_pages
 
-    declared = chapter_docs()
+    declared = chapter_pages()
     toc = yaml.safe_load((root / "_toc.yml").read_text())
     found = []
 
@@ -96,9 +96,9 @@ def chapter_sources(root: Path) -> list[Path]:
 
 def chapter_ids(root: Path) -> list[str]:
     """The ids of the chapters of ``_toc.yml``, in the book's order."""
-    from companions.book.sphinx_ledger import chapter_docs
+    from companions.scale import chapter_pages
 
-    declared = chapter_docs()
+    declared = chapter_pages()
     return [declared[str(p.relative_to(root).with_suffix(""))].id for p in chapter_sources(root)]
 
 

@@ -43,6 +43,7 @@ from docutils import nodes
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
+from companions import scale
 from companions.ledger import (
     STATUSES,
     claim_note,
@@ -69,20 +70,6 @@ logger = logging.getLogger(__name__)
 # -------------------------------------------------------------------------------------------------
 # Which pages are chapters, and where their ledgers are
 # -------------------------------------------------------------------------------------------------
-def chapter_docs() -> dict:
-    """The declared chapters of ``lib/companions`` by docname (notebook path without ``.md``);
-    chapters whose id starts with ``_`` (test fixtures) are left out."""
-    import companions
-
-    found = {}
-    for chapter in companions.chapters().values():
-        if chapter.id.startswith("_"):
-            continue
-        docname = chapter.notebook[:-3] if chapter.notebook.endswith(".md") else chapter.notebook
-        found[docname] = chapter
-    return found
-
-
 def ledger_dir(srcdir: str | os.PathLike) -> Path:
     """Where the chapters of a build write their ledgers: as :func:`companions.ledger.default_dir`,
     but found from the book's source folder rather than the current directory."""
@@ -204,7 +191,7 @@ def _read_ledger(app, docname: str, chapter) -> dict | None:
 
 def _add_banner(app, doctree):
     docname = app.env.docname
-    chapter = chapter_docs().get(docname)
+    chapter = scale.chapter_pages().get(docname)
     if chapter is None:
         for node in list(doctree.findall(claim_ref)):
             logger.warning(
@@ -457,7 +444,7 @@ class LedgerSummary(SphinxDirective):
 def summary_rows(app) -> list[tuple[str, str, dict | None]]:
     """``(docname, chapter id, ledger or None)`` for every chapter page of this book, in toc
     order."""
-    chapters = chapter_docs()
+    chapters = scale.chapter_pages()
     order = {doc: i for i, doc in enumerate(getattr(app.env, "companions_toc_order", []))}
     docs = sorted(
         (d for d in chapters if d in app.env.found_docs), key=lambda d: (order.get(d, 1e9), d)

@@ -159,11 +159,11 @@ def write_notebooks(app) -> list[Path]:
     """Write ``_notebooks/<docname>.ipynb`` for every chapter page of the build."""
     import nbformat
 
-    from companions.book.sphinx_ledger import chapter_docs
+    from companions.scale import chapter_pages
 
     repo = repository(app)
     written = []
-    for docname in sorted(chapter_docs()):
+    for docname in sorted(chapter_pages()):
         if docname not in app.env.found_docs:
             continue
         target = Path(app.outdir) / NOTEBOOK_DIR / f"{docname}.ipynb"
@@ -223,9 +223,9 @@ def notebook_links(app, docname: str) -> list[tuple[str, str]]:
 
 
 def _fix_launch_buttons(app, pagename, templatename, context, doctree):
-    from companions.book.sphinx_ledger import chapter_docs
+    from companions.scale import chapter_pages
 
-    is_chapter = pagename in chapter_docs()
+    is_chapter = pagename in chapter_pages()
     for group in context.get("header_buttons", []):
         if group.get("label") != "launch-buttons":
             continue
