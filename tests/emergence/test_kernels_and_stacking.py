@@ -209,3 +209,27 @@ def test_weight_decay_alone_breaks_a262_as_printed():
     drift = (1 - (1 - 2 * eta * lam) ** s) * w2
     printed = 2 * eta * lam * w2 + eta**2 * (s + 2) ** 2
     assert (drift > printed).any() and (drift <= 2 * s * eta * lam * w2 + 1e-15).all()
+
+
+# -- the tables' configurations ---------------------------------------------------------------
+def test_table_configurations_at_the_source_sizes_and_below():
+    from companions.emergence import experiments
+
+    paper = dict(
+        d=500, D=100, k=5, m=300, n=50_000, steps=600, interval_D=100, interval_k=30,
+        interval_m=100, interval_steps=200, d_values=[100, 2000], ratios=[0.8, 0.9],
+        n_values=[25_000, 10_000], m_values=[300, 50],
+    )  # fmt: skip
+    got = experiments.table_configurations(**paper)
+    assert [c["source"] for c in got.values()] == list(experiments.PAPER_TABLES)
+    assert all(c["at_source_size"] for c in got.values())
+    weighted = {key for key, c in got.items() if c["class_weighted"]}
+    assert weighted == {"A.2", "A.4 ratio=0.8", "A.4 ratio=0.9"}
+    assert got["A.5 n=10000"]["m"] == 50 and got["A.2"]["steps"] == 200
+    small = experiments.table_configurations(**{**paper, "d": 100, "d_values": [50, 200]})
+    assert "A.3 d=200" in small and small["A.3 d=200"]["source"] == "A.3 d=2000"
+    assert not small["A.1"]["at_source_size"] and not small["A.4 ratio=0.9"]["at_source_size"]
+    assert small["A.3 d=200"]["at_source_size"] is False  # 200 is not the source's 2000
+    dist = got["A.2"]["make"](_gen(0))
+    assert (dist.k, dist.D, dist.d) == (30, 100, 500)
+    assert experiments.per_seed_points([{"rf": (0.5, 0.75, 0.1)}], "rf", 70.0) == [5.0]

@@ -1085,6 +1085,6 @@ EXPERIMENTS = register_chapter(
             ),
         },
         checks=(_check_experiments,),
-        # claims=EXPERIMENTS_CLAIMS,
+        claims=EXPERIMENTS_CLAIMS,
     )
 )

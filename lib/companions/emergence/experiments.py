@@ -296,6 +296,123 @@ PAPER_TABLES = {
 }
 
 
+#: The source's sizes of Tables A.1-A.5 (Section A.7): the parity tables' d, D, k, m, n, T, and the
+#: interval labeling's D, k, m, T; the sizes each table varies are in :func:`table_configurations`.
+SOURCE_SIZES = dict(d=500, D=100, k=5, m=300, n=50_000, steps=600)
+SOURCE_INTERVAL = dict(D=100, k=30, m=100, steps=200)
+
+
+def table_configurations(
+    *,
+    d: int,
+    D: int,
+    k: int,
+    m: int,
+    n: int,
+    steps: int,
+    interval_D: int,
+    interval_k: int,
+    interval_m: int,
+    interval_steps: int,
+    d_values,
+    ratios,
+    n_values,
+    m_values,
+) -> dict:
+    """The configurations of Tables A.1-A.5 at this run's sizes, labelled with them (``'A.3
+    d=200'`` is this run's larger d), each beside the source's configuration in the same position:
+    ``{label: dict(source, make, n, m, steps, negative_fraction, class_weighted, at_source_size)}``
+    with ``make(generator)`` a fresh distribution (parity mixture, p_o = 1/2, or the interval
+    labeling, y = +1 iff S in [2k/3, k]). The first two steps are class-weighted (A.293) where the
+    classes are unbalanced (Tables A.2 and A.4). ``at_source_size``: every size equals the
+    source's, so that its numbers can be compared with ours."""
+    half = Fraction(1, 2)
+    same = dict(d=d, D=D, k=k, m=m, n=n, steps=steps) == SOURCE_SIZES
+
+    def parity(d_):
+        return lambda g: em_data.parity_mixture(d_, D, k, half, g)
+
+    def interval(g):
+        lo = (2 * interval_k) // 3
+        return em_data.interval(d, interval_D, interval_k, g, lo=lo, hi=interval_k)
+
+    def config(source, make, n_=n, m_=m, steps_=steps, ratio=None, weighted=False, at=same):
+        return dict(
+            source=source,
+            make=make,
+            n=n_,
+            m=m_,
+            steps=steps_,
+            negative_fraction=ratio,
+            class_weighted=weighted,
+            at_source_size=at,
+        )
+
+    interval_same = (
+        same
+        and dict(D=interval_D, k=interval_k, m=interval_m, steps=interval_steps) == SOURCE_INTERVAL
+    )
+    out = {
+        "A.1": config("A.1", parity(d)),
+        "A.2": config("A.2", interval, m_=interval_m, steps_=interval_steps, weighted=True),
+    }
+    out["A.2"]["at_source_size"] = interval_same
+    rest = dict(D=D, k=k, m=m, n=n, steps=steps) == {
+        key: SOURCE_SIZES[key] for key in ("D", "k", "m", "n", "steps")
+    }
+    for d_, src in zip(d_values, (100, 2000)):
+        out[f"A.3 d={d_}"] = config(f"A.3 d={src}", parity(d_), at=rest and d_ == src)
+    for r_, src in zip(ratios, (0.8, 0.9)):
+        out[f"A.4 ratio={r_}"] = config(
+            f"A.4 ratio={src}", parity(d), ratio=r_, weighted=True, at=same and r_ == src
+        )
+    for n_, m_, (src_n, src_m) in zip(n_values, m_values, ((25_000, 300), (10_000, 50))):
+        at = (d, D, k, steps) == (500, 100, 5, 600) and (n_, m_) == (src_n, src_m)
+        out[f"A.5 n={n_}"] = config(f"A.5 n={src_n}", parity(d), n_=n_, m_=m_, at=at)
+    return out
+
+
+def run_tables(
+    configs: dict,
+    n_test: int,
+    batch: int,
+    seeds: int,
+    seed: int = 0,
+    probe_steps: int | None = None,
+    device="cpu",
+    train_dtype: torch.dtype | None = None,
+) -> dict:
+    """:func:`repeated_table_runs` for every configuration of :func:`table_configurations`, the
+    seeds stacked: ``{label: [one table_run result per seed]}``. The configurations go through
+    :func:`companions.train.progress` (a dry run stops after the first)."""
+    from companions.train import progress
+
+    out = {}
+    for label in progress(list(configs), desc="tables", disable=True):
+        c = configs[label]
+        out[label] = repeated_table_runs(
+            c["make"],
+            c["n"],
+            n_test,
+            c["m"],
+            c["steps"],
+            batch,
+            seeds,
+            seed,
+            device=device,
+            negative_fraction=c["negative_fraction"],
+            probe_steps=probe_steps,
+            class_weighted=c["class_weighted"],
+            train_dtype=train_dtype,
+        )
+    return out
+
+
+def per_seed_points(runs: list, method: str, source: float | None = None, col: int = 1) -> list:
+    """A method's accuracy (``col``: 0 train, 1 test) per seed, in points, less ``source``."""
+    return [100 * r[method][col] - (source or 0.0) for r in runs]
+
+
 def sample_with_ratio(
     dist, n: int, negative_fraction: float | None, generator: torch.Generator, device="cpu"
 ):

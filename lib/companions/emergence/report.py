@@ -6,6 +6,7 @@ that it is shown once); each ``*_table`` returns Markdown. Nothing here computes
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -347,3 +348,109 @@ def figure_no_structure(pair: dict):
     ax.set_ylim(0.4, 1.02)
     ax.legend(fontsize=8)
     return fig
+
+
+# -------------------------------------------------------------------------------------------------
+# emergence-experiments
+# -------------------------------------------------------------------------------------------------
+TABLE_METHODS = {
+    "network": "Network",
+    "ntk": "NTK",
+    "rf": "RF",
+    "one-step": "One Step",
+    "two-step": "Two Step",
+    "no-structure": "Network w/o structure",
+}
+
+
+def _pct(value) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "NA"
+    return f"{value:.1f}"
+
+
+def _cos(value) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "NA"
+    return f"{value:.3f}"
+
+
+def tables_table(means: dict, configs: dict, paper: dict) -> str:
+    """The source's Tables A.1-A.5 and this run's, as one table: per configuration, rows of
+    train %, test % and cosine, each cell "this run (the source)" (means over the seeds; One and
+    Two Step are the standardised probes), and the raw probes' test accuracy and the test set's
+    majority-class rate beside."""
+    head = (
+        "| configuration (the source's) | | "
+        + " | ".join(TABLE_METHODS.values())
+        + " | raw One / Two Step | majority |\n|---|---|"
+        + "---|" * (len(TABLE_METHODS) + 2)
+    )
+    rows = []
+    for label, res in means.items():
+        src = paper[configs[label]["source"]]
+        for i, what in enumerate(("train %", "test %", "cos")):
+            fmt = _cos if i == 2 else _pct
+            scale = 1 if i == 2 else 100
+            cells = [f"{fmt(scale * res[key][i])} ({fmt(src[key][i])})" for key in TABLE_METHODS]
+            extra = ["", ""]
+            if i == 1:
+                raw = [f"{100 * res[key][1]:.1f}" for key in ("one-step-raw", "two-step-raw")]
+                extra = [
+                    " / ".join(raw) if "one-step-raw" in res else "",
+                    _pct(100 * res["majority"]),
+                ]
+            name = f"{label} ({configs[label]['source']})" if i == 0 else ""
+            rows.append(f"| {name} | {what} | " + " | ".join(cells + extra) + " |")
+    return head + "\n" + "\n".join(rows)
+
+
+def figure_tables(means: dict, configs: dict, paper: dict):
+    """Test accuracy of every method in every configuration (bars: this run, means over the
+    seeds) and the source's numbers at its own sizes (black ticks)."""
+    fig, axes = plots.subplots(1, 1, width=8.5, height=3.8)
+    ax = axes[0, 0]
+    keys = list(means)
+    xs = np.arange(len(keys))
+    width = 0.13
+    for j, (key, name) in enumerate(TABLE_METHODS.items()):
+        pos = xs + (j - 2.5) * width
+        ax.bar(pos, [100 * means[k][key][1] for k in keys], width, color=plots.color(j), label=name)
+        src = [paper[configs[k]["source"]][key][1] for k in keys]
+        ax.scatter(pos, src, marker="_", s=60, color="black", zorder=3)
+    ax.set_xticks(xs)
+    ax.set_xticklabels(keys, fontsize=7, rotation=15)
+    ax.set_ylabel("test accuracy (%)")
+    ax.set_ylim(30, 102)
+    ax.legend(fontsize=7, ncol=3, loc="lower left")
+    ax.set_title("bars: this run; black ticks: the source")
+    return fig
+
+
+def sizes_table(cfg) -> str:
+    """The source's sizes of Tables A.1-A.5 beside this run's."""
+    pairs = ", ".join(f"$n={a}$ ($m={b}$)" for a, b in zip(cfg.n_values, cfg.m_values))
+    ds = ", ".join(map(str, cfg.d_values))
+    return (
+        "| | the source | this run |\n|---|---|---|\n"
+        "| Table A.1 | $d=500$, $D=100$, $k=5$, $m=300$, $n=50{,}000$, $T=600$ | "
+        f"$d={cfg.d}$, $D={cfg.D}$, $k={cfg.k}$, $m={cfg.m}$, $n={cfg.n}$, $T={cfg.steps}$ |\n"
+        "| Table A.2 | $D=100$, $k=30$, $m=100$, $T=200$ | "
+        f"$D={cfg.interval_D}$, $k={cfg.interval_k}$, $m={cfg.interval_m}$, "
+        f"$T={cfg.interval_steps}$ |\n"
+        f"| Table A.3 | $d\\in\\{{100,2000\\}}$ | $d\\in\\{{{ds}\\}}$ |\n"
+        f"| Table A.4 | negative fraction $0.8$, $0.9$ | {', '.join(map(str, cfg.ratios))} |\n"
+        f"| Table A.5 | $n=25{{,}}000$ ($m=300$), $10{{,}}000$ ($m=50$) | {pairs} |\n"
+        f"| seeds | 5 | {cfg.seeds} |"
+    )
+
+
+def weighting_text(weighting: list) -> str:
+    """The interval labeling's class balance and the test accuracy after plain and class-weighted
+    first steps, mean ± standard error over the seeds (:func:`experiments.weighting_pair`)."""
+    return (
+        f"$\\Pr[y=+1]\\approx{weighting[0]['positive_rate']:.3f}$. Test accuracy over "
+        f"{len(weighting)} seeds: plain first steps {_mean_se(w['plain'] for w in weighting)} "
+        f"(majority class {weighting[0]['majority']:.4f}), class-weighted (A.293) "
+        f"{_mean_se(w['weighted'] for w in weighting)}."
+    )
