@@ -49,6 +49,10 @@ def test_second_layer_loss_and_gradient_by_hand():
     # z = (0.5, -1): losses 1.5^2 / 4 = 0.5625 and 2, slopes -0.75 and -1
     assert loss == pytest.approx((0.5625 + 2.0) / 2)
     assert grad.tolist() == pytest.approx([-0.375, 1.0])
+    assert ex.second_layer_loss(F, y, torch.tensor([0.5, 0.5], dtype=F64), grad=False) == (
+        pytest.approx(1.28125),
+        None,
+    )
     # F^T F / n = diag(1/2, 2): L = 1/2 * 2
     assert ex.smoothness(F) == pytest.approx(1.0)
 
@@ -61,6 +65,8 @@ def test_ball_minimum_on_the_boundary_and_inside():
     assert ex.ball_minimum(F, y, 3.0, 200) == pytest.approx(0.0, abs=1e-9)  # l = 0 from a = 2
     with pytest.raises(ValueError, match="parameter 'radius' = 0"):
         ex.ball_minimum(F, y, 0.0, 5)
+    # several radii at once give what each gives alone
+    assert ex.ball_minima(F, y, [0.5, 3.0], 200) == pytest.approx([0.5625, 0.0], abs=1e-9)
 
 
 def test_second_layer_descent_steps_by_hand():
@@ -73,6 +79,8 @@ def test_second_layer_descent_steps_by_hand():
     # eta^(t) = 1/t from t = 2: a = 0, 1/2 (loss 9/16), 1/2 + 3/4 / 3 = 3/4 (loss 25/64)
     assert ex.second_layer_descent(F, y, a1, 3, lambda t: 1 / t)["train"] == pytest.approx(25 / 64)
     assert ex.second_layer_descent(F, y, a1, 1, lambda t: 1.0)["train"] == pytest.approx(1.0)
+    both = ex.second_layer_descents(F, y, a1, 3, [lambda t: 1.0, lambda t: 1 / t])
+    assert [r["train"] for r in both] == pytest.approx([0.0625, 25 / 64])
 
 
 def _run(best_test, best_train, radii):

@@ -267,11 +267,21 @@ def multi_index_alignment(d: int, n: int, seeds: int, m: int, generator: torch.G
 RADII = (0.25, 0.5, 1.0, 2.0)
 
 
-def second_layer_loss(F: torch.Tensor, y: torch.Tensor, a: torch.Tensor):
+def _column_losses(F, y, A, grad: bool = True):
+    """The mean smoothed hinge of ``<A[:, k], F(x)>`` for every column ``k`` of ``A`` (N, K), and
+    the gradients as columns (N, K) (None when ``grad`` is False)."""
+    z = y[:, None] * (F @ A)
+    losses = nw.smooth_hinge(z).mean(0)
+    if not grad:
+        return losses, None
+    return losses, F.T @ (nw.smooth_hinge_slope(z) * y[:, None]) / len(y)
+
+
+def second_layer_loss(F: torch.Tensor, y: torch.Tensor, a: torch.Tensor, grad: bool = True):
     """The mean :func:`~.network.smooth_hinge` of ``g(x) = <a, F(x)>`` on features ``F`` (n, N)
-    and labels ``y`` (n,), and its gradient in ``a``."""
-    z = y * (F @ a)
-    return float(nw.smooth_hinge(z).mean()), F.T @ (nw.smooth_hinge_slope(z) * y) / len(y)
+    and labels ``y`` (n,), and its gradient in ``a`` (None when ``grad`` is False)."""
+    losses, grads = _column_losses(F, y, a[:, None], grad)
+    return float(losses[0]), grads[:, 0] if grad else None
 
 
 def smoothness(F: torch.Tensor) -> float:
@@ -279,37 +289,55 @@ def smoothness(F: torch.Tensor) -> float:
     return nw.SMOOTH_HINGE_CURVATURE * float(torch.linalg.eigvalsh(F.T @ F / F.shape[0]).max())
 
 
-def ball_minimum(F, y, radius: float, steps: int) -> float:
-    """``min_{||a|| <= radius}`` of :func:`second_layer_loss`, by projected accelerated gradient
-    (FISTA, step ``1/L``) from ``a = 0``: the loss at the last iterate, a feasible point, so an
-    estimate of the minimum from above (by its convergence error)."""
-    if not radius > 0:
-        raise ValueError(f"parameter 'radius' = {radius} is not allowed: it must be > 0")
+def ball_minima(F, y, radii, steps: int) -> list[float]:
+    """``min_{||a|| <= B}`` of :func:`second_layer_loss` for every ``B`` of ``radii`` at once, by
+    projected accelerated gradient (FISTA, step ``1/L``) from ``a = 0``: the loss at the last
+    iterate, a feasible point, so an estimate of each minimum from above (by its convergence
+    error)."""
+    for r in radii:
+        if not r > 0:
+            raise ValueError(f"parameter 'radius' = {r} is not allowed: it must be > 0")
+    radii = torch.tensor([float(r) for r in radii], dtype=F.dtype, device=F.device)
     L = smoothness(F)
-    a = z = torch.zeros(F.shape[1], dtype=F.dtype, device=F.device)
+    a = z = torch.zeros(F.shape[1], len(radii), dtype=F.dtype, device=F.device)
     t = 1.0
     for _ in range(steps):
-        step = z - second_layer_loss(F, y, z)[1] / L
-        step = step * min(1.0, radius / max(float(step.norm()), 1e-300))
+        step = z - _column_losses(F, y, z)[1] / L
+        step = step * (radii / step.norm(dim=0).clamp(min=1e-300)).clamp(max=1.0)
         t_next = (1 + math.sqrt(1 + 4 * t * t)) / 2
         z = step + (t - 1) / t_next * (step - a)
         a, t = step, t_next
-    return second_layer_loss(F, y, a)[0]
+    return _column_losses(F, y, a, grad=False)[0].tolist()
+
+
+def ball_minimum(F, y, radius: float, steps: int) -> float:
+    """:func:`ball_minima` at one radius."""
+    return ball_minima(F, y, [radius], steps)[0]
+
+
+def second_layer_descents(F, y, a1, steps: int, schedules, F_test=None, y_test=None) -> list:
+    """Algorithm 4's later steps, for every step-size schedule at once: ``a^(t) = a^(t-1) -
+    eta^(t) grad`` for ``t = 2..steps`` from ``a^(1) = a1``, ``schedule(t)`` the ``eta^(t)``.
+    Returns, per schedule, the smallest training loss over the ``steps`` iterates ``a^(1..T)``
+    and, given a test set, the smallest test loss."""
+    A = a1[:, None].repeat(1, len(schedules))
+    best_train = torch.full((len(schedules),), math.inf, dtype=F.dtype)
+    best_test = best_train.clone()
+    for t in range(1, steps + 1):
+        losses, grads = _column_losses(F, y, A)  # at a^(t)
+        best_train = torch.minimum(best_train, losses.cpu())
+        if F_test is not None:
+            test = _column_losses(F_test, y_test, A, grad=False)[0]
+            best_test = torch.minimum(best_test, test.cpu())
+        if t < steps:
+            etas = torch.tensor([s(t + 1) for s in schedules], dtype=F.dtype, device=F.device)
+            A = A - etas * grads
+    return [{"train": float(a), "test": float(b)} for a, b in zip(best_train, best_test)]
 
 
 def second_layer_descent(F, y, a1, steps: int, step_size, F_test=None, y_test=None) -> dict:
-    """Algorithm 4's later steps: ``a^(t) = a^(t-1) - eta^(t) grad`` for ``t = 2..steps`` from
-    ``a^(1) = a1``, with ``step_size(t)`` the ``eta^(t)``. Returns the smallest training loss over
-    the ``steps`` iterates ``a^(1..T)`` and, given a test set, the smallest test loss."""
-    a, best_train, best_test = a1.clone(), math.inf, math.inf
-    for t in range(1, steps + 1):
-        loss, grad = second_layer_loss(F, y, a)  # at a^(t)
-        best_train = min(best_train, loss)
-        if F_test is not None:
-            best_test = min(best_test, second_layer_loss(F_test, y_test, a)[0])
-        if t < steps:
-            a = a - step_size(t + 1) * grad
-    return {"train": best_train, "test": best_test}
+    """:func:`second_layer_descents` with one schedule ``step_size``."""
+    return second_layer_descents(F, y, a1, steps, [step_size], F_test, y_test)[0]
 
 
 def frozen_first_layer_run(
@@ -337,15 +365,16 @@ def frozen_first_layer_run(
     Xt, yt = dist.sample(1, n_test, generator, torch.float64)
     F, Ft = nw.hidden(net1, X)[0], nw.hidden(net1, Xt)[0]
     L, a1 = smoothness(F), net1.a[0]
-    fixed = second_layer_descent(F, y[0], a1, steps, lambda t: 1 / L, Ft, yt[0])
-    one_over_t = second_layer_descent(F, y[0], a1, steps, lambda t: 1 / t, Ft, yt[0])
+    schedules = [lambda t: 1 / L, lambda t: 1 / t]
+    fixed, one_over_t = second_layer_descents(F, y[0], a1, steps, schedules, Ft, yt[0])
     B_x = max(float(X[0].norm(dim=1).max()), float(Xt[0].norm(dim=1).max()))
     a1_sq = float(a1.pow(2).sum())
+    opt_test, opt_train = (ball_minima(G, z[0], RADII, opt_steps) for G, z in ((Ft, yt), (F, y)))
     radii = {}
-    for B in RADII:
+    for k, B in enumerate(RADII):
         radii[B] = {
-            "opt_test": ball_minimum(Ft, yt[0], B, opt_steps),
-            "opt_train": ball_minimum(F, y[0], B, opt_steps),
+            "opt_test": opt_test[k],
+            "opt_train": opt_train[k],
             "opt_term": L * (a1_sq + B * B) / steps,
             "complexity": rademacher_bound(net1.W[0], net1.b[0], B, B_x, n),
         }
