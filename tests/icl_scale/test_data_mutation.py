@@ -120,7 +120,7 @@ def _check(p, want, atol):
 def test_prompts_replay_the_documented_draws(kw):
     Q = data.random_orthogonal(4, gen(1))
     g = gen(7)
-    p = data.prompts(6, 3, LAM, Q, g, **kw)
+    p = data.prompts(6, 3, eigenvalues=LAM, Q=Q, generator=g, **kw)
     want = _replay(6, 3, LAM, Q, 7, **kw)
     _check(p, want, 1e-12)
     assert torch.equal(torch.rand(2, generator=g), want[-1])  # nothing else drawn
@@ -129,7 +129,7 @@ def test_prompts_replay_the_documented_draws(kw):
 def test_prompts_zero_noise_and_zero_flip_draw_nothing_more():
     Q = data.random_orthogonal(4, gen(1))
     g = gen(7)
-    p = data.prompts(5, 2, LAM, Q, g, sigma=0.0, flip=0.0)
+    p = data.prompts(5, 2, eigenvalues=LAM, Q=Q, generator=g, sigma=0.0, flip=0.0)
     want = _replay(5, 2, LAM, Q, 7)
     _check(p, want, 1e-12)
     assert torch.equal(torch.rand(2, generator=g), want[-1])
@@ -138,18 +138,18 @@ def test_prompts_zero_noise_and_zero_flip_draw_nothing_more():
 def test_prompts_float32_and_a_float32_basis():
     Q = data.random_orthogonal(4, gen(1))
     kw = {"w": [1.0, -1.0, 0.5, 2.0], "sigma": 0.3, "flip": 0.5}
-    p = data.prompts(6, 3, LAM, Q, gen(7), dtype=torch.float32, **kw)
+    p = data.prompts(6, 3, eigenvalues=LAM, Q=Q, generator=gen(7), dtype=torch.float32, **kw)
     _check(p, _replay(6, 3, LAM, Q, 7, dtype=torch.float32, **kw), 1e-5)
     # the square root is formed in float64 even from a float32 basis
     Q32 = Q.float()
-    q = data.prompts(6, 3, LAM, Q32, gen(7))
+    q = data.prompts(6, 3, eigenvalues=LAM, Q=Q32, generator=gen(7))
     _check(q, _replay(6, 3, LAM, Q32.double(), 7), 1e-13)
 
 
 def test_prompts_flip_one_negates_every_label_and_results_are_independent():
     Q = data.random_orthogonal(4, gen(1))
     w = [1.0, 2.0, 3.0, 4.0]
-    p = data.prompts(4, 3, LAM, Q, gen(2), w=w, flip=1.0)
+    p = data.prompts(4, 3, eigenvalues=LAM, Q=Q, generator=gen(2), w=w, flip=1.0)
     assert torch.allclose(p.y, -(p.X @ torch.tensor(w, dtype=F64)), atol=1e-12)
     assert torch.allclose(p.yq, p.xq @ torch.tensor(w, dtype=F64), atol=1e-12)
     p.w[0, 0] = 100.0  # each prompt owns its copy of the fixed task
@@ -160,13 +160,13 @@ def test_prompts_parameter_checks():
     Q = data.random_orthogonal(2, gen(1))
     msg_s = "parameter 'sigma' = -0.1 is not allowed: expected >= 0"
     with pytest.raises(ValueError, match=_exact(msg_s)):
-        data.prompts(2, 2, [1.0, 1.0], Q, gen(0), sigma=-0.1)
+        data.prompts(2, 2, eigenvalues=[1.0, 1.0], Q=Q, generator=gen(0), sigma=-0.1)
     for f in (-0.5, 1.5):
         msg_f = f"parameter 'flip' = {f} is not allowed: expected in [0, 1]"
         with pytest.raises(ValueError, match=_exact(msg_f)):
-            data.prompts(2, 2, [1.0, 1.0], Q, gen(0), flip=f)
-    data.prompts(2, 2, [1.0, 1.0], Q, gen(0), flip=0.0)
-    data.prompts(2, 2, [1.0, 1.0], Q, gen(0), flip=1.0)
+            data.prompts(2, 2, eigenvalues=[1.0, 1.0], Q=Q, generator=gen(0), flip=f)
+    data.prompts(2, 2, eigenvalues=[1.0, 1.0], Q=Q, generator=gen(0), flip=0.0)
+    data.prompts(2, 2, eigenvalues=[1.0, 1.0], Q=Q, generator=gen(0), flip=1.0)
 
 
 # -- embed -----------------------------------------------------------------------------------------

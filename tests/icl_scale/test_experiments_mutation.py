@@ -50,19 +50,30 @@ def _reduced(p, U, u, rho):
 def test_mc_population_loss_chunk_by_chunk(Q):
     g = torch.Generator().manual_seed(3)
     U = torch.randn(3, 3, generator=g, dtype=F64)
-    est = ex.mc_population_loss(U, 0.7, LAM, Q, 5, 7, torch.Generator().manual_seed(4), chunk=3)
+    est = ex.mc_population_loss(
+        U,
+        0.7,
+        eigenvalues=LAM,
+        Q=Q,
+        N=5,
+        trials=7,
+        generator=torch.Generator().manual_seed(4),
+        chunk=3,
+    )
     g = torch.Generator().manual_seed(4)
     vals = []
     for b in (3, 3, 1):
-        p = data.prompts(b, 5, LAM, Q, g)
+        p = data.prompts(b, 5, eigenvalues=LAM, Q=Q, generator=g)
         vals.append(0.5 * (_reduced(p, U, 0.7, 5) - p.yq) ** 2)
     v = torch.cat(vals)
     assert est.mean == pytest.approx(float(v.mean()), rel=1e-12)
     assert est.se == pytest.approx(float(v.std() / math.sqrt(7)), rel=1e-12)
     # the default chunk holds every trial at once; a float32 U is used in float64
     U32 = U.float()
-    est = ex.mc_population_loss(U32, 0.7, LAM, Q, 5, 7, torch.Generator().manual_seed(4))
-    p = data.prompts(7, 5, LAM, Q, torch.Generator().manual_seed(4))
+    est = ex.mc_population_loss(
+        U32, 0.7, eigenvalues=LAM, Q=Q, N=5, trials=7, generator=torch.Generator().manual_seed(4)
+    )
+    p = data.prompts(7, 5, eigenvalues=LAM, Q=Q, generator=torch.Generator().manual_seed(4))
     v = 0.5 * (_reduced(p, U32.double(), 0.7, 5) - p.yq) ** 2
     assert est.mean == pytest.approx(float(v.mean()), rel=1e-12)
 
@@ -70,22 +81,35 @@ def test_mc_population_loss_chunk_by_chunk(Q):
 def test_a_dry_run_draws_the_first_chunk_of_each_monte_carlo(Q, monkeypatch):
     U = torch.randn(3, 3, generator=torch.Generator().manual_seed(3), dtype=F64)
     monkeypatch.setenv("COMPANIONS_DRY_RUN", "1")
-    est = ex.mc_population_loss(U, 0.7, LAM, Q, 5, 7, torch.Generator().manual_seed(4), chunk=3)
-    p = data.prompts(3, 5, LAM, Q, torch.Generator().manual_seed(4))
+    est = ex.mc_population_loss(
+        U,
+        0.7,
+        eigenvalues=LAM,
+        Q=Q,
+        N=5,
+        trials=7,
+        generator=torch.Generator().manual_seed(4),
+        chunk=3,
+    )
+    p = data.prompts(3, 5, eigenvalues=LAM, Q=Q, generator=torch.Generator().manual_seed(4))
     v = 0.5 * (_reduced(p, U, 0.7, 5) - p.yq) ** 2
     assert est.mean == pytest.approx(float(v.mean()), rel=1e-12)
     w = torch.ones(3, dtype=F64)
-    pl = ex.mc_evaluation_losses([U], LAM, Q, w, 4, 5, torch.Generator().manual_seed(6), chunk=2)
+    pl = ex.mc_evaluation_losses(
+        [U], LAM, Q=Q, w=w, M=4, trials=5, generator=torch.Generator().manual_seed(6), chunk=2
+    )
     assert pl.losses.shape == (1, 2)
 
 
 def test_mc_population_loss_default_chunk_is_50000(Q):
     U = 0.1 * torch.eye(3, dtype=F64)
-    est = ex.mc_population_loss(U, 1.0, LAM, Q, 1, 50_001, torch.Generator().manual_seed(5))
+    est = ex.mc_population_loss(
+        U, 1.0, eigenvalues=LAM, Q=Q, N=1, trials=50_001, generator=torch.Generator().manual_seed(5)
+    )
     g = torch.Generator().manual_seed(5)
     vals = []
     for b in (50_000, 1):
-        p = data.prompts(b, 1, LAM, Q, g)
+        p = data.prompts(b, 1, eigenvalues=LAM, Q=Q, generator=g)
         vals.append(0.5 * (_reduced(p, U, 1.0, 1) - p.yq) ** 2)
     assert est.mean == pytest.approx(float(torch.cat(vals).mean()), rel=1e-12)
 
@@ -96,17 +120,28 @@ def test_mc_evaluation_losses_chunk_by_chunk(Q, sigma, flip):
     Us = [torch.randn(3, 3, generator=g, dtype=F64) for _ in range(2)]
     w = torch.tensor([1.0, -0.5, 2.0], dtype=F64)
     pl = ex.mc_evaluation_losses(
-        Us, LAM, Q, w, 4, 5, torch.Generator().manual_seed(6), sigma=sigma, flip=flip, chunk=2
+        Us,
+        LAM,
+        Q=Q,
+        w=w,
+        M=4,
+        trials=5,
+        generator=torch.Generator().manual_seed(6),
+        sigma=sigma,
+        flip=flip,
+        chunk=2,
     )
     g = torch.Generator().manual_seed(6)
     cols = []
     for b in (2, 2, 1):
-        p = data.prompts(b, 4, LAM, Q, g, w=w, sigma=sigma, flip=flip)
+        p = data.prompts(b, 4, eigenvalues=LAM, Q=Q, generator=g, w=w, sigma=sigma, flip=flip)
         cols.append(torch.stack([(_reduced(p, U, 1.0, 4) - p.yq) ** 2 for U in Us]))
     assert torch.allclose(pl.losses, torch.cat(cols, 1), rtol=1e-12)
     assert pl.losses.shape == (2, 5)
-    full = ex.mc_evaluation_losses(Us, LAM, Q, w, 4, 5, torch.Generator().manual_seed(6))
-    p = data.prompts(5, 4, LAM, Q, torch.Generator().manual_seed(6), w=w)
+    full = ex.mc_evaluation_losses(
+        Us, LAM, Q=Q, w=w, M=4, trials=5, generator=torch.Generator().manual_seed(6)
+    )
+    p = data.prompts(5, 4, eigenvalues=LAM, Q=Q, generator=torch.Generator().manual_seed(6), w=w)
     assert torch.allclose(full.losses[1], (_reduced(p, Us[1], 1.0, 4) - p.yq) ** 2, rtol=1e-12)
 
 
@@ -125,7 +160,16 @@ def test_train_rank_r_is_adam_with_cosine_decay(Q, monkeypatch):
             self.closed = True
 
     monkeypatch.setattr(ex, "progress_bar", Bar)
-    run = ex.train_rank_r(2, LAM, Q.float(), 6, 5, 8, 0.05, torch.Generator().manual_seed(7))
+    run = ex.train_rank_r(
+        2,
+        LAM,
+        Q=Q.float(),
+        N=6,
+        steps=5,
+        batch=8,
+        lr=0.05,
+        generator=torch.Generator().manual_seed(7),
+    )
     assert bars[0].kw == dict(desc="rank 2", disable=False, mininterval=1.0) and bars[0].closed
     g = torch.Generator().manual_seed(7)
     net = model.LowRankLSA(3, 2, g)
@@ -134,7 +178,7 @@ def test_train_rank_r_is_adam_with_cosine_decay(Q, monkeypatch):
     for t in range(5):
         for group in opt.param_groups:
             group["lr"] = 0.05 * (1 + math.cos(math.pi * t / 5)) / 2
-        p = data.prompts(8, 6, LAM, Q.float(), g, dtype=torch.float32)
+        p = data.prompts(8, 6, eigenvalues=LAM, Q=Q.float(), generator=g, dtype=torch.float32)
         U = net.W_K.T @ net.W_Q
         h = (p.y[..., None] * p.X).sum(1)
         pred = net.u * ((h @ U) * p.xq).sum(-1) / 6
@@ -146,10 +190,29 @@ def test_train_rank_r_is_adam_with_cosine_decay(Q, monkeypatch):
     assert run.r == 2 and run.U.dtype == F64
     assert torch.allclose(run.U, (net.u * net.W_K.T @ net.W_Q).double(), atol=1e-5)
     assert run.losses == pytest.approx(losses, rel=1e-4)
-    ex.train_rank_r(1, LAM, Q.float(), 6, 1, 2, 0.05, torch.Generator(), progress=False)
+    ex.train_rank_r(
+        1,
+        LAM,
+        Q=Q.float(),
+        N=6,
+        steps=1,
+        batch=2,
+        lr=0.05,
+        generator=torch.Generator(),
+        progress=False,
+    )
     assert bars[1].kw["disable"] is True and bars[1].kw["desc"] == "rank 1"
     with pytest.raises(FloatingPointError, match="loss became nan: lower 'train_lr'"):
-        ex.train_rank_r(1, LAM, Q.float() * math.nan, 6, 3, 2, 0.05, torch.Generator())
+        ex.train_rank_r(
+            1,
+            LAM,
+            Q=Q.float() * math.nan,
+            N=6,
+            steps=3,
+            batch=2,
+            lr=0.05,
+            generator=torch.Generator(),
+        )
 
 
 def test_trained_summary_of_the_optimum_and_of_zero(Q):
@@ -167,7 +230,9 @@ def test_trained_summary_of_the_optimum_and_of_zero(Q):
 
 def test_gd_population_is_adam_on_the_exact_loss(Q):
     Lam = data.covariance(LAM, Q)
-    got = ex.gd_population(2, Lam, 6, 4, 0.1, torch.Generator().manual_seed(8), init_scale=0.5)
+    got = ex.gd_population(
+        2, Lam, N=6, steps=4, lr=0.1, generator=torch.Generator().manual_seed(8), init_scale=0.5
+    )
     g = torch.Generator().manual_seed(8)
     WK = (0.5 * torch.randn(2, 3, generator=g, dtype=F64)).requires_grad_()
     WQ = (0.5 * torch.randn(2, 3, generator=g, dtype=F64)).requires_grad_()
@@ -184,7 +249,7 @@ def test_gd_population_is_adam_on_the_exact_loss(Q):
     assert torch.allclose(got, (u * WK.T @ WQ).detach(), rtol=1e-12, atol=1e-12)
     assert not got.requires_grad
     # the default start scale is 0.3
-    got = ex.gd_population(1, Lam, 6, 0, 0.1, torch.Generator().manual_seed(8))
+    got = ex.gd_population(1, Lam, N=6, steps=0, lr=0.1, generator=torch.Generator().manual_seed(8))
     g = torch.Generator().manual_seed(8)
     WK = 0.3 * torch.randn(1, 3, generator=g, dtype=F64)
     WQ = 0.3 * torch.randn(1, 3, generator=g, dtype=F64)
@@ -205,37 +270,19 @@ def _plain_search(effect, se, n, margin, most):
 def test_descent_distances_seeds_and_distances(Q, monkeypatch):
     calls = []
 
-    def fake(r, Lam, N, steps, lr, generator):
+    def fake(r, Lam, *, N, steps, lr, generator):
         calls.append((r, N, steps, lr, generator))
         assert torch.allclose(Lam, data.covariance(LAM, Q))
         return 3 * theory.optimal_U(Q, LAM, N, r)  # distance 2
 
     monkeypatch.setattr(ex, "gd_population", fake)
-    out = ex.descent_distances(Q, LAM, 6, 2, 11, lambda s: s)
+    out = ex.descent_distances(Q, LAM, N=6, starts=2, steps=11, generator_for=lambda s: s)
     assert out == pytest.approx([2.0] * 6, rel=1e-12)
     assert [c[4] for c in calls] == [100, 101, 200, 201, 300, 301]
     assert [c[0] for c in calls] == [1, 1, 2, 2, 3, 3]
     assert calls[0][1:4] == (6, 11, 5e-2)
-    ex.descent_distances(Q, LAM, 6, 1, 11, lambda s: s, lr=0.2)
+    ex.descent_distances(Q, LAM, N=6, starts=1, steps=11, generator_for=lambda s: s, lr=0.2)
     assert calls[-1][3] == 0.2
-
-
-def test_train_ranks_hands_out_seeds_and_summaries(Q, monkeypatch):
-    calls = []
-
-    def fake(r, eigenvalues, Qf, N, steps, batch, lr, generator, device="cpu"):
-        calls.append((r, Qf.dtype, N, steps, batch, lr, generator, device))
-        return ex.TrainedLSA(r, theory.optimal_U(Q, LAM, N, r), [0.0])
-
-    monkeypatch.setattr(ex, "train_rank_r", fake)
-    out = ex.train_ranks([1, 3], 2, LAM, Q, 6, 7, 8, 0.1, lambda s: s, device="meta")
-    assert list(out) == [1, 3] and [len(v) for v in out.values()] == [2, 2]
-    assert [c[6] for c in calls] == [1010, 1011, 1030, 1031]
-    assert calls[0] == (1, torch.float32, 6, 7, 8, 0.1, 1010, "meta")
-    run, dist, excess = out[3][1]
-    assert (
-        run.r == 3 and dist == pytest.approx(0, abs=1e-12) and excess == pytest.approx(0, abs=1e-12)
-    )
 
 
 def test_trained_table_rows_by_hand(Q):
@@ -256,7 +303,7 @@ def test_trained_table_rows_by_hand(Q):
 
 
 def _recording_mc(record, values):
-    def fake(Us, eigenvalues, Q, w, M, trials, generator, sigma=0.0, flip=0.0, device="cpu"):
+    def fake(Us, eigenvalues, *, Q, w, M, trials, generator, sigma=0.0, flip=0.0, device="cpu"):
         record.append(
             dict(M=M, w=w, trials=trials, g=generator, sigma=sigma, flip=flip, dev=device)
         )
@@ -295,9 +342,13 @@ def test_mc_losses_put_the_model_and_the_prompts_on_the_device(Q, monkeypatch):
     U = torch.eye(3, dtype=torch.float32)
     w = torch.ones(3, dtype=F64)
     with pytest.raises(_Stop):
-        ex.mc_evaluation_losses([U], LAM, Q, w, 4, 5, torch.Generator(), device="meta")
+        ex.mc_evaluation_losses(
+            [U], LAM, Q=Q, w=w, M=4, trials=5, generator=torch.Generator(), device="meta"
+        )
     with pytest.raises(_Stop):
-        ex.mc_population_loss(U, 0.5, LAM, Q, 4, 5, torch.Generator(), device="meta")
+        ex.mc_population_loss(
+            U, 0.5, eigenvalues=LAM, Q=Q, N=4, trials=5, generator=torch.Generator(), device="meta"
+        )
     assert seen == [("meta", "meta", "meta", F64, 4)] * 2
 
 
@@ -305,8 +356,10 @@ def test_mc_evaluation_losses_use_a_float32_U_in_float64(Q):
     g = torch.Generator().manual_seed(5)
     Us = [torch.randn(3, 3, generator=g, dtype=torch.float32) for _ in range(2)]
     w = torch.tensor([1.0, -0.5, 2.0], dtype=F64)
-    pl = ex.mc_evaluation_losses(Us, LAM, Q, w, 4, 6, torch.Generator().manual_seed(6))
-    p = data.prompts(6, 4, LAM, Q, torch.Generator().manual_seed(6), w=w)
+    pl = ex.mc_evaluation_losses(
+        Us, LAM, Q=Q, w=w, M=4, trials=6, generator=torch.Generator().manual_seed(6)
+    )
+    p = data.prompts(6, 4, eigenvalues=LAM, Q=Q, generator=torch.Generator().manual_seed(6), w=w)
     want = torch.stack([(_reduced(p, U.double(), 1.0, 4) - p.yq) ** 2 for U in Us])
     assert pl.losses.dtype == F64 and torch.allclose(pl.losses, want, rtol=1e-12)
 
@@ -315,11 +368,13 @@ def test_mc_evaluation_losses_default_chunk_is_50000(Q):
     # the prompts are drawn chunk by chunk, so 50 001 trials show the default chunk
     U = 0.1 * torch.eye(3, dtype=F64)
     w = torch.tensor([1.0, 0.0, -1.0], dtype=F64)
-    pl = ex.mc_evaluation_losses([U], LAM, Q, w, 1, 50_001, torch.Generator().manual_seed(5))
+    pl = ex.mc_evaluation_losses(
+        [U], LAM, Q=Q, w=w, M=1, trials=50_001, generator=torch.Generator().manual_seed(5)
+    )
     g = torch.Generator().manual_seed(5)
     cols = []
     for b in (50_000, 1):
-        p = data.prompts(b, 1, LAM, Q, g, w=w)
+        p = data.prompts(b, 1, eigenvalues=LAM, Q=Q, generator=g, w=w)
         cols.append((_reduced(p, U, 1.0, 1) - p.yq) ** 2)
     assert torch.allclose(pl.losses[0], torch.cat(cols), rtol=1e-12)
 
@@ -329,5 +384,16 @@ def test_train_rank_r_puts_the_net_and_the_prompts_on_the_device(Q, monkeypatch)
     seen = []
     monkeypatch.setattr(model, "prediction", _recording_prediction(seen))
     with pytest.raises(_Stop):
-        ex.train_rank_r(2, LAM, Q.float(), 6, 3, 4, 0.05, torch.Generator(), "meta", False)
+        ex.train_rank_r(
+            2,
+            LAM,
+            Q=Q.float(),
+            N=6,
+            steps=3,
+            batch=4,
+            lr=0.05,
+            generator=torch.Generator(),
+            device="meta",
+            progress=False,
+        )
     assert seen == [("meta", "meta", "meta", torch.float32, 6)]

@@ -40,17 +40,33 @@ def test_embed_layout():
 
 def test_prompts_fixed_task_noise_and_flips(basis):
     w = torch.tensor([1.0, -2.0, 0.5, 0.0], dtype=torch.float64)
-    p = data.prompts(4000, 5, LAM, basis, torch.Generator().manual_seed(2), w=w, flip=0.25)
+    p = data.prompts(
+        4000,
+        5,
+        eigenvalues=LAM,
+        Q=basis,
+        generator=torch.Generator().manual_seed(2),
+        w=w,
+        flip=0.25,
+    )
     clean = (p.X @ w.unsqueeze(-1)).squeeze(-1)
     assert torch.allclose(p.yq, p.xq @ w)  # the query label is never flipped
     assert torch.allclose(p.y.abs(), clean.abs())
     flipped = float((torch.sign(p.y) != torch.sign(clean)).double().mean())
     assert abs(flipped - 0.25) < 0.02
-    q = data.prompts(4000, 5, LAM, basis, torch.Generator().manual_seed(2), w=w, sigma=0.5)
+    q = data.prompts(
+        4000,
+        5,
+        eigenvalues=LAM,
+        Q=basis,
+        generator=torch.Generator().manual_seed(2),
+        w=w,
+        sigma=0.5,
+    )
     resid = q.y - (q.X @ w.unsqueeze(-1)).squeeze(-1)
     assert abs(float(resid.std()) - 0.5) < 0.02
     with pytest.raises(ValueError, match="'flip'"):
-        data.prompts(2, 2, LAM, basis, torch.Generator(), flip=1.5)
+        data.prompts(2, 2, eigenvalues=LAM, Q=basis, generator=torch.Generator(), flip=1.5)
 
 
 def _random_E(d=3, n=5, seed=0):
@@ -127,7 +143,7 @@ def test_lemma_5_1_against_monte_carlo(basis):
     g = torch.Generator().manual_seed(6)
     U = torch.randn(4, 4, generator=g, dtype=torch.float64) * 0.3
     Lam = data.covariance(LAM, basis)
-    est = ex.mc_population_loss(U, 0.7, LAM, basis, 8, 60_000, g)
+    est = ex.mc_population_loss(U, 0.7, eigenvalues=LAM, Q=basis, N=8, trials=60_000, generator=g)
     assert abs(_z(est, theory.population_loss(U, 0.7, Lam, 8))) < 4
     # a plausible bug, Gamma = Lambda (the N -> infinity limit), is many standard errors off
     wrong = theory.population_loss(U, 0.7, Lam, 10**9)
@@ -181,23 +197,23 @@ def test_theorem_5_4_2_matches_the_maps_table_and_this_books_form():
     expected = [5.2300, 2.3844, 2.3509, 2.1250, 2.2747]
     for r in range(5):
         s, xi = w[:r] + [0.0] * (4 - r), [0.0] * r + w[r:]
-        val = theory.theorem_5_4_2(lam, 8, 6, 0.49, s, xi, r)
+        val = theory.theorem_5_4_2(lam, 8, M=6, sigma2=0.49, s=s, xi=xi, r=r)
         assert abs(val - expected[r]) < 1e-4
         mine = theory.evaluation_loss(lam, theory.optimal_v(lam, 8, r), w, 6, 0.49)
         assert abs(mine - val) < 1e-12
     with pytest.raises(ValueError, match="'s'"):
-        theory.theorem_5_4_2(lam, 8, 6, 0.49, w, [0.0] * 4, 2)
+        theory.theorem_5_4_2(lam, 8, M=6, sigma2=0.49, s=w, xi=[0.0] * 4, r=2)
 
 
 def test_theorem_5_4_3_exact():
     lam = [F(4), F(2), F(1), F(1)]
     s = [F(6, 5), 0, 0, 0]
-    gap = theory.theorem_5_4_3(lam, 8, 8, 0, s, 1, 4)
+    gap = theory.theorem_5_4_3(lam, 8, M=8, sigma2=0, s=s, r=1, r2=4)
     assert gap == F(18, 25) * (F(64, 169) + F(128, 289))
     for r2 in range(1, 5):
-        a = theory.theorem_5_4_2(lam, 8, 8, F(1, 4), s, [0] * 4, r2)
-        b = theory.theorem_5_4_2(lam, 8, 8, F(1, 4), s, [0] * 4, 1)
-        assert a - b == theory.theorem_5_4_3(lam, 8, 8, F(1, 4), s, 1, r2)
+        a = theory.theorem_5_4_2(lam, 8, M=8, sigma2=F(1, 4), s=s, xi=[0] * 4, r=r2)
+        b = theory.theorem_5_4_2(lam, 8, M=8, sigma2=F(1, 4), s=s, xi=[0] * 4, r=1)
+        assert a - b == theory.theorem_5_4_3(lam, 8, M=8, sigma2=F(1, 4), s=s, r=1, r2=r2)
 
 
 def test_evaluation_loss_with_flips_against_monte_carlo(basis):
@@ -205,7 +221,9 @@ def test_evaluation_loss_with_flips_against_monte_carlo(basis):
     wt = basis @ torch.tensor(w, dtype=torch.float64)
     Us = [theory.optimal_U(basis, LAM, 8, r) for r in (2, 4)]
     g = torch.Generator().manual_seed(7)
-    mc = ex.mc_evaluation_losses(Us, LAM, basis, wt, 6, 60_000, g, sigma=0.5, flip=0.3)
+    mc = ex.mc_evaluation_losses(
+        Us, LAM, Q=basis, w=wt, M=6, trials=60_000, generator=g, sigma=0.5, flip=0.3
+    )
     for i, r in enumerate((2, 4)):
         closed = theory.evaluation_loss(LAM, theory.optimal_v(LAM, 8, r), w, 6, 0.25, 0.3)
         assert abs(_z(mc.estimate(i), closed)) < 4
@@ -231,14 +249,16 @@ def test_cayley_is_orthogonal_and_not_diagonal():
 def test_descent_on_the_exact_loss_reaches_u_star(basis):
     # 200 steps at lr 0.1 (the chapter: 600 at 0.05) reach U* to 3e-4: the same check, 3x faster
     Lam = data.covariance(LAM, basis)
-    U = ex.gd_population(1, Lam, 8, 200, 0.1, torch.Generator().manual_seed(8))
+    U = ex.gd_population(1, Lam, N=8, steps=200, lr=0.1, generator=torch.Generator().manual_seed(8))
     Ustar = theory.optimal_U(basis, LAM, 8, 1)
     assert float(torch.linalg.norm(U - Ustar) / torch.linalg.norm(Ustar)) < 1e-3
 
 
 def test_training_on_prompts_lowers_the_excess_loss(basis):
     g = torch.Generator().manual_seed(9)
-    short = ex.train_rank_r(1, LAM, basis.float(), 8, 200, 256, 3e-2, g, progress=False)
+    short = ex.train_rank_r(
+        1, LAM, Q=basis.float(), N=8, steps=200, batch=256, lr=3e-2, generator=g, progress=False
+    )
     dist, excess = ex.trained_summary(short, LAM, basis, 8)
     assert excess < 0.05 * float(theory.optimal_loss(LAM, 8, 1)) and dist < 0.3
     assert short.losses[-1] < short.losses[0]
@@ -345,9 +365,27 @@ def test_rescale_and_projected_noise():
 def test_evaluate_small_model_beats_large_at_large_m():
     g = F(1, 5)
     nets = [pa.construction_small(2, 8, g), pa.construction(8, g)]
-    hinge, correct = pa.evaluate(nets, 8, 2, 0.2, 256, 0.0, 3000, torch.Generator().manual_seed(2))
+    hinge, correct = pa.evaluate(
+        nets,
+        8,
+        k=2,
+        gamma=0.2,
+        M=256,
+        flip=0.0,
+        trials=3000,
+        generator=torch.Generator().manual_seed(2),
+    )
     assert float(correct[0].mean()) > 0.95 and float(hinge[0].mean()) < float(hinge[1].mean())
-    hinge, correct = pa.evaluate(nets, 8, 2, 0.2, 64, 0.5, 3000, torch.Generator().manual_seed(3))
+    hinge, correct = pa.evaluate(
+        nets,
+        8,
+        k=2,
+        gamma=0.2,
+        M=64,
+        flip=0.5,
+        trials=3000,
+        generator=torch.Generator().manual_seed(3),
+    )
     assert abs(float(correct[0].mean()) - 0.5) < 0.05  # labels carry no signal at f = 1/2
 
 
@@ -370,12 +408,14 @@ def test_chapter_descent_loop_reaches_u_star_at_every_rank():
     # d = 2 (ranks 1 and 2) at 200 steps, lr 0.1: both within 3e-4 of U*_r
     lam2 = [2.0, 0.5]
     basis2 = data.random_orthogonal(2, torch.Generator().manual_seed(1))
-    dist = ex.descent_distances(basis2, lam2, 8, 1, 200, _gen, lr=0.1)
+    dist = ex.descent_distances(basis2, lam2, N=8, starts=1, steps=200, generator_for=_gen, lr=0.1)
     assert len(dist) == 2 and max(dist) < 1e-3
 
 
 def test_chapter_training_loop_and_table(basis):
-    trained = ex.train_ranks([1], 2, LAM, basis, 8, 100, 128, 3e-2, _gen)
+    trained = ex.train_ranks(
+        [1], 2, eigenvalues=LAM, Q=basis, N=8, steps=100, batch=128, lr=3e-2, generator_for=_gen
+    )
     table, margins = ex.trained_table(trained, LAM, basis, 8)
     assert table.count("\n") == 2 and set(margins) == {1} and margins[1][1] >= 0
 
@@ -392,14 +432,25 @@ def test_chapter_evaluation_grid(basis):
         return theory.theorem_5_4_2(
             LAM,
             8,
-            M,
-            sigma**2,
-            [1.0, 0.5, 0, 0][:r] + [0.0] * (4 - r),
-            [0.0] * r + [1.0, 0.5, 0, 0][r:],
-            r,
+            M=M,
+            sigma2=sigma**2,
+            s=[1.0, 0.5, 0, 0][:r] + [0.0] * (4 - r),
+            xi=[0.0] * r + [1.0, 0.5, 0, 0][r:],
+            r=r,
         )
 
-    grid, rows = ex.evaluation_grid(Us, LAM, basis, w, [4], [0.5], 20000, _gen, closed, "cpu")
+    grid, rows = ex.evaluation_grid(
+        Us,
+        LAM,
+        Q=basis,
+        w=w,
+        eval_m=[4],
+        sigmas=[0.5],
+        trials=20000,
+        generator_for=_gen,
+        closed=closed,
+        device="cpu",
+    )
     assert set(grid) == {(4, 0.5)} and len(rows) == 5
     assert max(abs(m - exact) / se for m, se, exact in rows) < 5
 
@@ -409,14 +460,34 @@ def test_chapter_theorem_5_4_3_loops(basis):
     residuals = ex.theorem_5_4_3_exact(lam_q, 8, [4, 16], [F(1), 0, 0, 0], (0, F(1, 2)))
     assert len(residuals) == 2 * 2 * 4 and all(r == 0 for r in residuals)
     Us = _optimal_Us(basis)
-    rows = ex.theorem_5_4_3_rows(Us, LAM, basis, 8, [1, 0, 0, 0], 4, [0.5], 20000, _gen, "cpu")
+    rows = ex.theorem_5_4_3_rows(
+        Us,
+        LAM,
+        Q=basis,
+        N=8,
+        s=[1, 0, 0, 0],
+        M=4,
+        sigmas=[0.5],
+        trials=20000,
+        generator_for=_gen,
+        device="cpu",
+    )
     assert len(rows) == 3 and max(abs(m - exact) / se for m, se, exact in rows) < 5
 
 
 def test_chapter_flips_loop(basis):
     Us = _optimal_Us(basis)
     mcs, rows = ex.flips_rows(
-        Us, LAM, basis, 8, [1.0, 0.5, 0, 0], 4, [0.0, 0.2], 20000, _gen, "cpu"
+        Us,
+        LAM,
+        Q=basis,
+        N=8,
+        coords=[1.0, 0.5, 0, 0],
+        M=4,
+        flips=[0.0, 0.2],
+        trials=20000,
+        generator_for=_gen,
+        device="cpu",
     )
     assert set(mcs) == {0.0, 0.2} and len(rows) == 10
     assert max(abs(m - exact) / se for m, se, exact in rows) < 5
@@ -429,7 +500,9 @@ def test_parity_loops_in_the_library():
     found = pa.smaller_norm_search(1, 300, F(1, 5), gen)
     assert all(isinstance(x, F) for x in found)
     nets = [pa.construction_small(2, 8, F(1, 5)), pa.construction(8, F(1, 5))]
-    res = pa.behaviour(nets, 8, 2, F(1, 5), [16], [0.0], 500, gen)
+    res = pa.behaviour(
+        nets, 8, k=2, gamma=F(1, 5), eval_m=[16], flips=[0.0], trials=500, generator_for=gen
+    )
     assert set(res) == {(16, 0.0)} and res[16, 0.0][0].shape[0] == 2
     assert res[16, 0.0][2].n == 500
 
@@ -464,8 +537,12 @@ def test_loss_of_blocks_moves_with_w21(basis):
     W_PV, W_KQ = model.blocks(U, 0.7)
     Lam = data.covariance(LAM, basis)
     formula = float(theory.population_loss(U, 0.7, Lam, 8))
-    same = ex.mc_loss_of_blocks(W_PV, W_KQ, LAM, basis, 8, 40_000, _gen(3))
+    same = ex.mc_loss_of_blocks(
+        W_PV, W_KQ, eigenvalues=LAM, Q=basis, N=8, trials=40_000, generator=_gen(3)
+    )
     assert abs(_z(same, formula)) < 4
     W_KQ[4, :4] = 0.5
-    moved = ex.mc_loss_of_blocks(W_PV, W_KQ, LAM, basis, 8, 40_000, _gen(3))
+    moved = ex.mc_loss_of_blocks(
+        W_PV, W_KQ, eigenvalues=LAM, Q=basis, N=8, trials=40_000, generator=_gen(3)
+    )
     assert abs(_z(moved, formula)) > 10

@@ -63,17 +63,17 @@ def test_output_and_margins_by_hand():
     V = [[F(1), F(2), F(-1)], [F(3), F(0), F(1)]]
     g = F(1, 4)  # 2 gamma = 1/2
     # task (0, 2), phi = (+1, -1): head 1 sees 1/2 (1 + 1) = 1, head 2 sees 1/2 (3 - 1) = 1
-    assert pa.output(a, V, g, 0, 2, 1, -1) == 1 - 1
+    assert pa.output(a, V, gamma=g, i=0, j=2, phi_i=1, phi_j=-1) == 1 - 1
     # phi = (-1, -1): head 1 sees 1/2 (-1 + 1) = 0, head 2: 1/2 (-3 - 1) < 0
-    assert pa.output(a, V, g, 0, 2, -1, -1) == 0
+    assert pa.output(a, V, gamma=g, i=0, j=2, phi_i=-1, phi_j=-1) == 0
     # task (1, 0), phi = (+1, +1): head 1: 1/2 (2 + 1) = 3/2, head 2: 1/2 (0 + 3) = 3/2
-    assert pa.output(a, V, g, 1, 0, 1, 1) == 0
+    assert pa.output(a, V, gamma=g, i=1, j=0, phi_i=1, phi_j=1) == 0
     # phi = (+1, -1): head 1: 1/2 (2 - 1) = 1/2, head 2: 1/2 (0 - 3) -> 0
-    assert pa.output(a, V, g, 1, 0, 1, -1) == F(1, 2)
+    assert pa.output(a, V, gamma=g, i=1, j=0, phi_i=1, phi_j=-1) == F(1, 2)
     m = pa.margins(a, V, g, [(1, 0)])
     assert set(m) == {(1, 0, p, q) for p, q in pa.SIGNS}
     assert m[1, 0, 1, -1] == -F(1, 2)  # y = -1
-    assert m[1, 0, -1, 1] == -pa.output(a, V, g, 1, 0, -1, 1)
+    assert m[1, 0, -1, 1] == -pa.output(a, V, gamma=g, i=1, j=0, phi_i=-1, phi_j=1)
     assert pa.SIGNS == ((1, 1), (1, -1), (-1, 1), (-1, -1))
 
 
@@ -136,12 +136,16 @@ def _search_reference(d, a, gamma, steps, g, lam=1e-4, lr=0.05):
 
 def test_search_small_norm_is_adam_on_the_mean_hinge_plus_the_penalty():
     a = [-1, -1, 1, -1, -1, 1]
-    got = pa.search_small_norm(3, a, F(1, 5), 4, torch.Generator().manual_seed(0))
+    got = pa.search_small_norm(
+        3, a, gamma=F(1, 5), steps=4, generator=torch.Generator().manual_seed(0)
+    )
     ref = _search_reference(3, a, F(1, 5), 4, torch.Generator().manual_seed(0))
     want = [[F(float(x)).limit_denominator(1000) for x in row] for row in ref]
     assert got == want
     assert all(x.denominator <= 1000 for row in got for x in row)
-    got = pa.search_small_norm(3, a, F(1, 5), 3, torch.Generator().manual_seed(1), lam=0.5, lr=0.3)
+    got = pa.search_small_norm(
+        3, a, gamma=F(1, 5), steps=3, generator=torch.Generator().manual_seed(1), lam=0.5, lr=0.3
+    )
     ref = _search_reference(3, a, F(1, 5), 3, torch.Generator().manual_seed(1), lam=0.5, lr=0.3)
     assert got == [[F(float(x)).limit_denominator(1000) for x in row] for row in ref]
 
@@ -226,7 +230,16 @@ def test_evaluate_trial_by_trial(flip):
     g_ = F(1, 5)
     nets = [pa.construction_small(2, 4, g_), pa.construction(4, g_)]
     # k = 4: twelve tasks for five trials, so some tasks draw no trial
-    got = pa.evaluate(nets, 4, 4, 0.2, 3, flip, 5, torch.Generator().manual_seed(6))
+    got = pa.evaluate(
+        nets,
+        4,
+        k=4,
+        gamma=0.2,
+        M=3,
+        flip=flip,
+        trials=5,
+        generator=torch.Generator().manual_seed(6),
+    )
     ref = _evaluate_reference(nets, 4, 4, 0.2, 3, flip, 5, torch.Generator().manual_seed(6))
     assert torch.allclose(got[0], ref[0], atol=1e-12)
     assert torch.equal(got[1], ref[1])
@@ -276,13 +289,29 @@ def test_behaviour_runs_evaluate_per_cell_with_its_seed():
         seeds.append(s)
         return torch.Generator().manual_seed(s)
 
-    out = pa.behaviour(nets, 4, 2, g_, [2, 3], [0.0, 0.2], 30, generator_for)
+    out = pa.behaviour(
+        nets,
+        4,
+        k=2,
+        gamma=g_,
+        eval_m=[2, 3],
+        flips=[0.0, 0.2],
+        trials=30,
+        generator_for=generator_for,
+    )
     assert seeds == [100, 101, 110, 111]
     assert list(out) == [(2, 0.0), (2, 0.2), (3, 0.0), (3, 0.2)]
     for i, M in enumerate([2, 3]):
         for j, f in enumerate([0.0, 0.2]):
             hinge, correct = pa.evaluate(
-                nets, 4, 2, 0.2, M, f, 30, torch.Generator().manual_seed(100 + 10 * i + j)
+                nets,
+                4,
+                k=2,
+                gamma=0.2,
+                M=M,
+                flip=f,
+                trials=30,
+                generator=torch.Generator().manual_seed(100 + 10 * i + j),
             )
             got = out[M, f]
             assert torch.equal(got[0], hinge) and torch.equal(got[1], correct)
@@ -302,7 +331,9 @@ def test_search_with_no_steps_rounds_the_draws_to_denominators_up_to_1000():
     # seed 9 draws 0.63335..., whose best approximation is 19/30 up to denominator 1000 and
     # 634/1001 up to 1001 (found by a search over seeds, checked here)
     a = [-1, -1, 1, -1, -1, 1]
-    got = pa.search_small_norm(3, a, F(1, 5), 0, torch.Generator().manual_seed(9))
+    got = pa.search_small_norm(
+        3, a, gamma=F(1, 5), steps=0, generator=torch.Generator().manual_seed(9)
+    )
     V = torch.randn(6, 3, generator=torch.Generator().manual_seed(9), dtype=F64)
     assert got == [[F(float(x)).limit_denominator(1000) for x in row] for row in V]
     assert any(
@@ -342,7 +373,7 @@ def test_rescale_refusal_message():
 def test_smaller_norm_search_checks_the_rescaled_margin(monkeypatch):
     g_ = F(1, 4)
     good = pa.construction(4, g_)[1]
-    monkeypatch.setattr(pa, "search_small_norm", lambda *args: good)
+    monkeypatch.setattr(pa, "search_small_norm", lambda *args, **kwargs: good)
     # a rescaling that misses margin one (here: doubling) is caught by the exact check
     monkeypatch.setattr(
         pa, "rescale_to_margin_one", lambda a, V, g, p: (a, [[2 * x for x in h] for h in V])
@@ -364,6 +395,8 @@ def test_constructions_name_the_parameter_they_refuse():
 def test_evaluate_keeps_the_heads_in_float64():
     # diagonals of thirds: a float32 copy of V would move the outputs by about 1e-8
     nets = [([1, -1], [[F(1, 3), F(-2, 3), F(1, 3), F(0)], [F(-1, 3), F(1, 3), F(0), F(1, 3)]])]
-    got = pa.evaluate(nets, 4, 4, 0.2, 3, 0.1, 6, torch.Generator().manual_seed(3))
+    got = pa.evaluate(
+        nets, 4, k=4, gamma=0.2, M=3, flip=0.1, trials=6, generator=torch.Generator().manual_seed(3)
+    )
     ref = _evaluate_reference(nets, 4, 4, 0.2, 3, 0.1, 6, torch.Generator().manual_seed(3))
     assert torch.allclose(got[0], ref[0], rtol=0, atol=1e-15)

@@ -120,13 +120,13 @@ def test_theorem_5_4_3_at_r_zero_and_its_message():
     lam, N, M, s2 = [F(4), F(2), F(1)], 8, 5, F(1, 4)
     zero = [0, 0, 0]
     for r2 in range(4):
-        gap = theory.theorem_5_4_3(lam, N, M, s2, zero, 0, r2)
-        a = theory.theorem_5_4_2(lam, N, M, s2, zero, zero, r2)
-        assert gap == a - theory.theorem_5_4_2(lam, N, M, s2, zero, zero, 0)
+        gap = theory.theorem_5_4_3(lam, N, M=M, sigma2=s2, s=zero, r=0, r2=r2)
+        a = theory.theorem_5_4_2(lam, N, M=M, sigma2=s2, s=zero, xi=zero, r=r2)
+        assert gap == a - theory.theorem_5_4_2(lam, N, M=M, sigma2=s2, s=zero, xi=zero, r=0)
     with pytest.raises(
         ValueError, match=r"^parameters 'r', 'r2' = 2, 1: expected 0 <= r <= r2 <= d$"
     ):
-        theory.theorem_5_4_3(lam, N, M, s2, zero, 2, 1)
+        theory.theorem_5_4_3(lam, N, M=M, sigma2=s2, s=zero, r=2, r2=1)
 
 
 def test_theorem_5_4_2_large_n_is_its_limit():
@@ -136,9 +136,9 @@ def test_theorem_5_4_2_large_n_is_its_limit():
     for r in range(5):
         s, xi = w[:r] + [0] * (4 - r), [0] * r + w[r:]
         limit = theory.theorem_5_4_2_large_n(lam, M, s2, s, xi, r)
-        far = theory.theorem_5_4_2(lam, 10**12, M, s2, s, xi, r)
+        far = theory.theorem_5_4_2(lam, 10**12, M=M, sigma2=s2, s=s, xi=xi, r=r)
         assert abs(far - limit) < F(1, 10**10)
-        near = theory.theorem_5_4_2(lam, 10, M, s2, s, xi, r)
+        near = theory.theorem_5_4_2(lam, 10, M=M, sigma2=s2, s=s, xi=xi, r=r)
         if r:
             assert abs(near - limit) > F(1, 10**4)  # the approximation needs N lambda_r >> tr D
 
@@ -175,7 +175,7 @@ def test_flip_gap_is_theorem_5_4_3_at_every_flip(d, r, r2):
     values = {sym[f"lambda{i + 1}"]: lam[i] for i in range(d)}
     values.update({sym[f"s{i + 1}"]: s[i] for i in range(r)})
     values.update({sym["N"]: 9, sym["M"]: 5, sym["sigma2"]: F(1, 3)})
-    expected = theory.theorem_5_4_3(lam, 9, 5, F(1, 3), s, r, r2)
+    expected = theory.theorem_5_4_3(lam, 9, M=5, sigma2=F(1, 3), s=s, r=r, r2=r2)
     for f in (F(0), F(1, 5)):
         here = dict(values)
         if "f" in sym:

@@ -17,7 +17,9 @@ from companions.looped.theory import condition_number, smoothness
 
 def test_every_curve_is_its_definition():
     n, d, loops, trials, alpha = 12, 3, 6, 4, 2.5
-    run = lx.convergence_run(n, d, loops, trials, alpha, torch.Generator().manual_seed(4))
+    run = lx.convergence_run(
+        n, d, loops=loops, trials=trials, alpha=alpha, generator=torch.Generator().manual_seed(4)
+    )
     X, theta, y = sample_prompts(trials, n, d, torch.Generator().manual_seed(4))
     etas = (1 / smoothness(X)).expand(loops, trials)
     gd = gradient_descent(X, y, etas)
@@ -37,8 +39,18 @@ def test_every_curve_is_its_definition():
 
 
 def test_the_unfaithful_transformer_is_asked_for_explicitly():
-    a = lx.convergence_run(8, 2, 3, 2, 1.0, torch.Generator().manual_seed(1))
-    b = lx.convergence_run(8, 2, 3, 2, 1.0, torch.Generator().manual_seed(1), faithful=True)
+    a = lx.convergence_run(
+        8, 2, loops=3, trials=2, alpha=1.0, generator=torch.Generator().manual_seed(1)
+    )
+    b = lx.convergence_run(
+        8,
+        2,
+        loops=3,
+        trials=2,
+        alpha=1.0,
+        generator=torch.Generator().manual_seed(1),
+        faithful=True,
+    )
     assert torch.equal(a.tf_sq, b.tf_sq)
 
 
@@ -63,15 +75,17 @@ def test_depth_log_ratios_keep_only_the_seeds_that_reached():
 
 
 def test_kappa_distribution_default_group_is_ten():
-    kappas, (lo, hi) = lx.kappa_distribution(8, 2, 40, torch.Generator().manual_seed(0))
+    kappas, (lo, hi) = lx.kappa_distribution(
+        8, 2, draws=40, generator=torch.Generator().manual_seed(0)
+    )
     means = kappas.reshape(4, 10).mean(-1)
     assert (lo, hi) == (float(means.quantile(0.05)), float(means.quantile(0.95)))
     assert kappas.dtype == torch.float64
-    again, _ = lx.kappa_distribution(8, 2, 40, torch.Generator().manual_seed(0))
+    again, _ = lx.kappa_distribution(8, 2, draws=40, generator=torch.Generator().manual_seed(0))
     assert torch.equal(kappas, again)  # drawn from the caller's generator
     # a chunk of one prompt at a time still makes every draw
     one, _ = lx.kappa_distribution(
-        8, 2, 5, torch.Generator().manual_seed(0), group=5, max_elements=1
+        8, 2, draws=5, generator=torch.Generator().manual_seed(0), group=5, max_elements=1
     )
     assert one.shape == (5,)
 
@@ -84,12 +98,14 @@ def test_kappa_distribution_in_a_dry_run_keeps_its_first_chunk(monkeypatch):
     monkeypatch.setattr(train, "_ACTIVE", [])
     # chunks of 2**10 // (8 * 2) = 64 prompts; the dry run keeps the first, 6 groups of 10
     kappas, (lo, hi) = lx.kappa_distribution(
-        8, 2, 1000, torch.Generator().manual_seed(0), max_elements=2**10
+        8, 2, draws=1000, generator=torch.Generator().manual_seed(0), max_elements=2**10
     )
     assert kappas.shape == (64,)
     (loop,) = train.dry_run_loops()
     assert (loop["desc"], loop["planned"], loop["run"]) == ("kappa of 1000 prompts, n=8", 16, 1)
-    full, _ = lx.kappa_distribution(8, 2, 64, torch.Generator().manual_seed(0), max_elements=2**10)
+    full, _ = lx.kappa_distribution(
+        8, 2, draws=64, generator=torch.Generator().manual_seed(0), max_elements=2**10
+    )
     assert torch.equal(kappas, full)  # the same first chunk
     groups = kappas[:60].reshape(6, 10).mean(-1)
     assert (lo, hi) == (float(groups.quantile(0.05)), float(groups.quantile(0.95)))

@@ -204,7 +204,9 @@ def test_strong_convexity_identity_and_gatmiry_symbolic():
 
 
 def test_convergence_run_tf_equals_gd_and_formula():
-    run = lx.convergence_run(16, 4, 60, 3, 1.0, torch.Generator().manual_seed(5))
+    run = lx.convergence_run(
+        16, 4, loops=60, trials=3, alpha=1.0, generator=torch.Generator().manual_seed(5)
+    )
     assert run.tf_minus_gd < 1e-12
     assert torch.allclose(run.tf_sq[:30], run.exact_sq[:30], atol=1e-13)
     assert run.tf_sq[0].allclose(torch.ones(3, dtype=torch.float64))
@@ -213,7 +215,7 @@ def test_convergence_run_tf_equals_gd_and_formula():
 
 def test_kappa_distribution_interval_contains_mean():
     kappas, (lo, hi) = lx.kappa_distribution(
-        32, 4, 2000, torch.Generator().manual_seed(6), group=10
+        32, 4, draws=2000, generator=torch.Generator().manual_seed(6), group=10
     )
     assert kappas.shape == (2000,)
     assert lo < float(kappas.mean()) < hi
@@ -233,7 +235,9 @@ def test_distance_to_construction():
 
 def test_trained_looped_transformer_learns():
     g = torch.Generator().manual_seed(7)
-    model, history = ltr.train_looped_transformer(3, 16, 5, 150, 64, g, desc="test")
+    model, history = ltr.train_looped_transformer(
+        3, 16, loops=5, steps=150, batch=64, generator=g, desc="test"
+    )
     assert history.loss[-1] < 0.5 * history.loss[0]
     Z0, theta, alpha = ltr.sample_training_batch(8, 16, 3, g)
     assert model(Z0, 5).shape == (8, 3)
@@ -289,10 +293,10 @@ def test_looped_trainer_float64_matches_the_last_row_trainer():
     model, history = ltr.train_looped_transformer(
         d,
         n,
-        loops,
-        steps,
-        batch,
-        torch.Generator().manual_seed(3),
+        loops=loops,
+        steps=steps,
+        batch=batch,
+        generator=torch.Generator().manual_seed(3),
         dtype=torch.float64,
         progress=False,
     )
@@ -301,7 +305,9 @@ def test_looped_trainer_float64_matches_the_last_row_trainer():
     opt = torch.optim.Adam(ref.parameters(), lr=1e-2)
     for _ in range(steps):
         Z0, theta, alpha = ltr.sample_training_batch(batch, n, d, g)
-        out, _ = lc.looped_transformer(Z0, ref.Q, ref.P, ref.eta, loops=loops, faithful=False)
+        out, _ = lc.looped_transformer(
+            Z0, ref.Q, P=ref.P, etas=ref.eta, loops=loops, faithful=False
+        )
         loss = (((out * theta).sum(-1) - alpha) ** 2).mean()
         opt.zero_grad()
         loss.backward()
@@ -316,7 +322,9 @@ def test_looped_trainer_float64_matches_the_last_row_trainer():
             d + 1, d + 1, generator=torch.Generator().manual_seed(3), dtype=torch.float64
         ),
     )
-    m32, _ = ltr.train_looped_transformer(d, n, loops, 3, batch, torch.Generator(), progress=False)
+    m32, _ = ltr.train_looped_transformer(
+        d, n, loops=loops, steps=3, batch=batch, generator=torch.Generator(), progress=False
+    )
     assert m32.Q.dtype == torch.float64
 
 
@@ -413,7 +421,9 @@ def test_float64_floor_reads_only_curves_that_went_flat():
 def test_null_space_run_stays_within_its_bound():
     from companions.looped.experiments import null_space_run
 
-    err, limit, slack = null_space_run(2, 5, 50, 64, 1.0, torch.Generator().manual_seed(3))
+    err, limit, slack = null_space_run(
+        2, 5, loops=50, draws=64, alpha=1.0, generator=torch.Generator().manual_seed(3)
+    )
     assert err.shape == limit.shape == slack.shape == (64,)
     assert bool(((err - limit).abs() <= slack + 1e-12).all())
     # the mean limit is (d - n)/d = 3/5 for theta* uniform on the sphere, within 4 standard errors

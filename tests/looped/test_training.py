@@ -52,7 +52,9 @@ def test_model_defaults_and_training_problem_dtypes():
     assert m.Q.dtype == torch.float64 and m.Q.shape == (4, 4) and m.P.shape == (4, 4)
     ref = 0.1 * torch.randn(4, 4, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
     assert torch.equal(m.Q.detach(), ref)
-    model, loss = ltr.looped_training_problem(3, 8, 2, 5, torch.Generator().manual_seed(4))
+    model, loss = ltr.looped_training_problem(
+        3, 8, loops=2, batch=5, generator=torch.Generator().manual_seed(4)
+    )
     assert model.Q.dtype == torch.float32 and model.eta == ltr.fixed_step_for_gaussian(8, 3)
     assert torch.equal(model.Q.detach(), ref.float())  # drawn in float64, then cast
     value = loss(0)
@@ -81,7 +83,14 @@ def test_forward_trajectory_and_the_learning_rate_reach_their_callees():
         assert m(Z0, 3).shape == (5, 2) and m(Z0, 3, trajectory=True).shape == (4, 5, 2)
     runs = [
         ltr.train_looped_transformer(
-            2, 4, 2, 3, 8, torch.Generator().manual_seed(9), lr=lr, progress=False
+            2,
+            4,
+            loops=2,
+            steps=3,
+            batch=8,
+            generator=torch.Generator().manual_seed(9),
+            lr=lr,
+            progress=False,
         )[0].Q  # fmt: skip
         for lr in (1e-2, 5e-2)
     ]

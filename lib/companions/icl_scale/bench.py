@@ -25,12 +25,12 @@ def _build():
         experiments.train_rank_r(
             r,
             list(cfg.eigenvalues),
-            Q,
-            cfg.n_train,
-            PER_CALL,
-            cfg.train_batch,
-            cfg.train_lr,
-            g,
+            Q=Q,
+            N=cfg.n_train,
+            steps=PER_CALL,
+            batch=cfg.train_batch,
+            lr=cfg.train_lr,
+            generator=g,
             progress=False,
         )
 

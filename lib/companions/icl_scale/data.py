@@ -62,10 +62,10 @@ class Prompts:
 def prompts(
     trials: int,
     n: int,
+    *,
     eigenvalues,
     Q: torch.Tensor,
     generator: torch.Generator,
-    *,
     w: torch.Tensor | None = None,
     sigma: float = 0.0,
     flip: float = 0.0,

@@ -30,17 +30,27 @@ def against(est: Estimate, exact) -> tuple[float, float, float]:
 
 
 def mc_population_loss(
-    U, u, eigenvalues, Q, N, trials, generator, chunk=50_000, device="cpu"
+    U, u, *, eigenvalues, Q, N, trials, generator, chunk=50_000, device="cpu"
 ) -> Estimate:
     """``1/2 E (y_hat - <w, x_q>)^2`` with the full forward of eq. (5.1) on the embedding ``E``
     and the blocks of eq. (5.3), ``rho = N`` (Lemma 5.1's left side), over pretraining prompts,
     ``chunk`` at a time through :func:`companions.train.progress` (a dry run draws the first)."""
     W_PV, W_KQ = model.blocks(U.to(device, torch.float64), u)
-    return mc_loss_of_blocks(W_PV, W_KQ, eigenvalues, Q, N, trials, generator, chunk, device)
+    return mc_loss_of_blocks(
+        W_PV,
+        W_KQ,
+        eigenvalues=eigenvalues,
+        Q=Q,
+        N=N,
+        trials=trials,
+        generator=generator,
+        chunk=chunk,
+        device=device,
+    )
 
 
 def mc_loss_of_blocks(
-    W_PV, W_KQ, eigenvalues, Q, N, trials, generator, chunk=50_000, device="cpu"
+    W_PV, W_KQ, *, eigenvalues, Q, N, trials, generator, chunk=50_000, device="cpu"
 ) -> Estimate:
     """``1/2 E (y_hat - <w, x_q>)^2`` for any blocks ``W_PV, W_KQ`` of eq. (5.1) (for instance with
     ``w_21^KQ != 0``, outside Lemma 5.1), ``rho = N``, over pretraining prompts."""
@@ -48,7 +58,7 @@ def mc_loss_of_blocks(
     out = []
     for start in progress_bar(range(0, trials, chunk), desc=f"population loss, {trials} prompts"):
         b = min(chunk, trials - start)
-        p = data.prompts(b, N, eigenvalues, Q, generator, device=device)
+        p = data.prompts(b, N, eigenvalues=eigenvalues, Q=Q, generator=generator, device=device)
         E = data.embed(p.X, p.y, p.xq)
         out.append(0.5 * (model.prediction(E, W_PV, W_KQ, N) - p.yq) ** 2)
     return _estimate(torch.cat(out).cpu())
@@ -70,7 +80,7 @@ class PairedLosses:
 
 
 def mc_evaluation_losses(
-    Us, eigenvalues, Q, w, M, trials, generator, sigma=0.0, flip=0.0, chunk=50_000, device="cpu"
+    Us, eigenvalues, *, Q, w, M, trials, generator, sigma=0.0, flip=0.0, chunk=50_000, device="cpu"
 ) -> PairedLosses:
     """``E (y_hat - <w, x_q>)^2`` (no 1/2, Theorem 5.4.2) for each ``U`` in ``Us`` with ``u = 1``
     and ``rho = M``, on evaluation prompts with a fixed task ``w``, label noise ``sigma`` and sign
@@ -81,7 +91,15 @@ def mc_evaluation_losses(
     for start in progress_bar(range(0, trials, chunk), desc=f"evaluation, {trials} prompts"):
         b = min(chunk, trials - start)
         p = data.prompts(
-            b, M, eigenvalues, Q, generator, w=w, sigma=sigma, flip=flip, device=device
+            b,
+            M,
+            eigenvalues=eigenvalues,
+            Q=Q,
+            generator=generator,
+            w=w,
+            sigma=sigma,
+            flip=flip,
+            device=device,
         )
         E = data.embed(p.X, p.y, p.xq)
         out.append(
@@ -98,7 +116,7 @@ class TrainedLSA:
 
 
 def train_rank_r(
-    r, eigenvalues, Q, N, steps, batch, lr, generator, device="cpu", progress=True
+    r, eigenvalues, *, Q, N, steps, batch, lr, generator, device="cpu", progress=True
 ) -> TrainedLSA:
     """Adam with cosine decay on ``1/2 mean (y_hat - y_q)^2`` over fresh pretraining prompts
     (``B = batch`` per step) for the rank-r LSA ``U = (W^K)^T W^Q`` of Section 5.4, in float32.
@@ -110,7 +128,15 @@ def train_rank_r(
     losses = []
     bar = progress_bar(range(steps), desc=f"rank {r}", disable=not progress, mininterval=1.0)
     for _ in bar:
-        p = data.prompts(batch, N, eigenvalues, Q, generator, dtype=torch.float32, device=device)
+        p = data.prompts(
+            batch,
+            N,
+            eigenvalues=eigenvalues,
+            Q=Q,
+            generator=generator,
+            dtype=torch.float32,
+            device=device,
+        )
         E = data.embed(p.X, p.y, p.xq)
         loss = 0.5 * ((net(E, N) - p.yq) ** 2).mean()
         opt.zero_grad(set_to_none=True)
@@ -137,7 +163,7 @@ def trained_summary(run: TrainedLSA, eigenvalues, Q, N):
     return dist, L - float(theory.optimal_loss([float(x) for x in eigenvalues], N, run.r))
 
 
-def gd_population(r, Lam, N, steps, lr, generator, init_scale=0.3) -> torch.Tensor:
+def gd_population(r, Lam, *, N, steps, lr, generator, init_scale=0.3) -> torch.Tensor:
     """Adam on the exact population loss of Lemma 5.1 over the rank-r factors ``U = (W^K)^T W^Q``
     and ``u``, in float64 from a random start; returns ``u U``. The landscape check of Theorem
     5.4.1: a rank-constrained descent from random starts ends at ``U*``."""
@@ -160,7 +186,7 @@ def gd_population(r, Lam, N, steps, lr, generator, init_scale=0.3) -> torch.Tens
 # ---- the chapter's loops, kept here so that the page shows short calls -------------------------
 
 
-def descent_distances(Q, eigenvalues, N, starts, steps, generator_for, lr=5e-2) -> list[float]:
+def descent_distances(Q, eigenvalues, *, N, starts, steps, generator_for, lr=5e-2) -> list[float]:
     """Relative distances ``||uU - U*_r||_F / ||U*_r||_F`` after :func:`gd_population` from
     ``starts`` random starts per rank ``r = 1..d`` (start ``k`` of rank ``r`` draws from
     ``generator_for(100 r + k)``)."""
@@ -170,12 +196,12 @@ def descent_distances(Q, eigenvalues, N, starts, steps, generator_for, lr=5e-2) 
     for r in range(1, d + 1):
         Ustar = theory.optimal_U(Q, eigenvalues, N, r)
         for k in range(starts):
-            U = gd_population(r, Lam, N, steps, lr, generator_for(100 * r + k))
+            U = gd_population(r, Lam, N=N, steps=steps, lr=lr, generator=generator_for(100 * r + k))
             out.append(float(torch.linalg.norm(U - Ustar) / torch.linalg.norm(Ustar)))
     return out
 
 
-def train_ranks(ranks, seeds, eigenvalues, Q, N, steps, batch, lr, generator_for, device="cpu"):
+def train_ranks(ranks, seeds, *, eigenvalues, Q, N, steps, batch, lr, generator_for, device="cpu"):
     """``{r: [(run, relative distance, excess loss), ...]}``: :func:`train_rank_r` for each rank,
     ``seeds`` runs each (run ``k`` of rank ``r`` draws from ``generator_for(1000 + 10 r + k)``)."""
     out = {}
@@ -185,12 +211,12 @@ def train_ranks(ranks, seeds, eigenvalues, Q, N, steps, batch, lr, generator_for
             run = train_rank_r(
                 r,
                 eigenvalues,
-                Q.float(),
-                N,
-                steps,
-                batch,
-                lr,
-                generator_for(1000 + 10 * r + k),
+                Q=Q.float(),
+                N=N,
+                steps=steps,
+                batch=batch,
+                lr=lr,
+                generator=generator_for(1000 + 10 * r + k),
                 device=device,
             )
             out[r].append((run, *trained_summary(run, eigenvalues, Q, N)))
@@ -221,7 +247,9 @@ def trained_table(trained, eigenvalues, Q, N):
     return "\n".join(rows), margins
 
 
-def evaluation_grid(Us, eigenvalues, Q, w, eval_m, sigmas, trials, generator_for, closed, device):
+def evaluation_grid(
+    Us, eigenvalues, *, Q, w, eval_m, sigmas, trials, generator_for, closed, device
+):
     """``({(M, sigma): PairedLosses}, rows)``: paired Monte Carlo of the evaluation loss of every
     model in ``Us`` for each ``M`` and ``sigma`` (cell ``(i, j)`` draws from
     ``generator_for(200 + 10 i + j)``); a row ``(estimate, se, closed(r, M, sigma))`` per rank and
@@ -232,11 +260,11 @@ def evaluation_grid(Us, eigenvalues, Q, w, eval_m, sigmas, trials, generator_for
             mc = mc_evaluation_losses(
                 Us,
                 eigenvalues,
-                Q,
-                w,
-                M,
-                trials,
-                generator_for(200 + 10 * i + j),
+                Q=Q,
+                w=w,
+                M=M,
+                trials=trials,
+                generator=generator_for(200 + 10 * i + j),
                 sigma=sigma,
                 device=device,
             )
@@ -252,16 +280,16 @@ def theorem_5_4_3_exact(eigenvalues, N, eval_m, s, noise_variances=(0, 1, 4)) ->
     d = len(eigenvalues)
     zero = [0] * d
     return [
-        theory.theorem_5_4_2(eigenvalues, N, M, s2, s, zero, r2)
-        - theory.theorem_5_4_2(eigenvalues, N, M, s2, s, zero, 1)
-        - theory.theorem_5_4_3(eigenvalues, N, M, s2, s, 1, r2)
+        theory.theorem_5_4_2(eigenvalues, N, M=M, sigma2=s2, s=s, xi=zero, r=r2)
+        - theory.theorem_5_4_2(eigenvalues, N, M=M, sigma2=s2, s=s, xi=zero, r=1)
+        - theory.theorem_5_4_3(eigenvalues, N, M=M, sigma2=s2, s=s, r=1, r2=r2)
         for M in eval_m
         for s2 in noise_variances
         for r2 in range(1, d + 1)
     ]
 
 
-def theorem_5_4_3_rows(Us, eigenvalues, Q, N, s, M, sigmas, trials, generator_for, device):
+def theorem_5_4_3_rows(Us, eigenvalues, *, Q, N, s, M, sigmas, trials, generator_for, device):
     """Rows ``(estimate, se, Theorem 5.4.3)`` of paired Monte Carlo ``L(f_r') - L(f_1)``,
     ``r' = 2..d``, for a task with coordinates ``s`` (top direction only) and each ``sigma`` (draws
     from ``generator_for(300 + j)``)."""
@@ -270,15 +298,25 @@ def theorem_5_4_3_rows(Us, eigenvalues, Q, N, s, M, sigmas, trials, generator_fo
     rows = []
     for j, sigma in enumerate(sigmas):
         mc = mc_evaluation_losses(
-            Us, eigenvalues, Q, w, M, trials, generator_for(300 + j), sigma=sigma, device=device
+            Us,
+            eigenvalues,
+            Q=Q,
+            w=w,
+            M=M,
+            trials=trials,
+            generator=generator_for(300 + j),
+            sigma=sigma,
+            device=device,
         )
         for r2 in range(2, d + 1):
-            gap = theory.theorem_5_4_3(eigenvalues, N, M, sigma**2, [float(x) for x in s], 1, r2)
+            gap = theory.theorem_5_4_3(
+                eigenvalues, N, M=M, sigma2=sigma**2, s=[float(x) for x in s], r=1, r2=r2
+            )
             rows.append(against(mc.difference(r2, 1), gap))
     return rows
 
 
-def flips_rows(Us, eigenvalues, Q, N, coords, M, flips, trials, generator_for, device):
+def flips_rows(Us, eigenvalues, *, Q, N, coords, M, flips, trials, generator_for, device):
     """``({f: PairedLosses}, rows)``: Monte Carlo evaluation losses with sign flips, a row
     ``(estimate, se, this book's closed form)`` (:func:`theory.evaluation_loss`) for every rank
     and flip (draws from ``generator_for(400 + j)``)."""
@@ -286,7 +324,15 @@ def flips_rows(Us, eigenvalues, Q, N, coords, M, flips, trials, generator_for, d
     mcs, rows = {}, []
     for j, f in enumerate(flips):
         mc = mcs[f] = mc_evaluation_losses(
-            Us, eigenvalues, Q, w, M, trials, generator_for(400 + j), flip=f, device=device
+            Us,
+            eigenvalues,
+            Q=Q,
+            w=w,
+            M=M,
+            trials=trials,
+            generator=generator_for(400 + j),
+            flip=f,
+            device=device,
         )
         for r in range(len(Us)):
             closed = theory.evaluation_loss(

@@ -55,7 +55,7 @@ def construction_small(k: int, d: int, gamma):
     return [a[i] for i in keep], [V[i] for i in keep]
 
 
-def output(a, V, gamma, i, j, phi_i, phi_j):
+def output(a, V, *, gamma, i, j, phi_i, phi_j):
     """``g`` at ``N -> infinity`` on task ``(i, j)`` for a query with ``phi_i, phi_j``: the
     prompt average ``h -> 2 gamma (e_i + e_j)`` (``E[y phi_i] = E[y phi_j] = 2 gamma``), so head
     ``k`` sees ``2 gamma (V_ii phi_i + V_jj phi_j)`` (diagonal heads)."""
@@ -74,7 +74,7 @@ def tasks(d: int, k: int):
 def margins(a, V, gamma, task_list):
     """``{(i, j, phi_i, phi_j): y g}`` with ``y = phi_i phi_j`` over every task and sign."""
     return {
-        (i, j, p, q): p * q * output(a, V, gamma, i, j, p, q)
+        (i, j, p, q): p * q * output(a, V, gamma=gamma, i=i, j=j, phi_i=p, phi_j=q)
         for i, j in task_list
         for p, q in SIGNS
     }
@@ -119,7 +119,7 @@ def rescale_to_margin_one(a, V, gamma, task_list):
     return a, [[x / mu for x in Vk] for Vk in V]
 
 
-def search_small_norm(d, a, gamma, steps, generator, lam=1e-4, lr=0.05):
+def search_small_norm(d, a, *, gamma, steps, generator, lam=1e-4, lr=0.05):
     """Adam on the mean hinge loss over every pattern plus ``lam sum ||V||^2``, over diagonal
     heads with fixed signs ``a`` (float64); returns the diagonals rounded to Fractions
     (denominator <= 1000) for exact re-checking. A search, not a theorem."""
@@ -189,7 +189,7 @@ def sample_hidden(trials, M, d, task, gamma, generator):
     return phi
 
 
-def evaluate(nets, d, k, gamma, M, flip, trials, generator):
+def evaluate(nets, d, *, k, gamma, M, flip, trials, generator):
     """Hinge loss and correctness of each network ``(a, V)`` in ``nets`` on the same prompts: a
     task drawn uniformly from ``S_1``, ``M`` examples whose labels are flipped with probability
     ``flip``, an unflipped query (Theorem 5.5.2's evaluation, plus the flips of Section 5.6).
@@ -237,7 +237,9 @@ def smaller_norm_search(starts, steps, gamma, generator_for, signs=(-1, -1, 1, -
     pats = all_patterns(4)
     found = []
     for start in progress(range(starts), desc="small-norm search, starts"):
-        V = search_small_norm(4, list(signs), gamma, steps, generator_for(50 + start))
+        V = search_small_norm(
+            4, list(signs), gamma=gamma, steps=steps, generator=generator_for(50 + start)
+        )
         if min(margins(signs, V, gamma, pats).values()) > 0:
             _, V = rescale_to_margin_one(signs, V, gamma, pats)
             if min(margins(signs, V, gamma, pats).values()) != 1:  # exact
@@ -246,7 +248,7 @@ def smaller_norm_search(starts, steps, gamma, generator_for, signs=(-1, -1, 1, -
     return found
 
 
-def behaviour(nets, d, k, gamma, eval_m, flips, trials, generator_for):
+def behaviour(nets, d, *, k, gamma, eval_m, flips, trials, generator_for):
     """``{(M, f): (hinge, correct, hinge gap, accuracy gap)}``: :func:`evaluate` for every ``M``
     and flip probability ``f`` (cell ``(i, j)`` draws from ``generator_for(100 + 10 i + j)``),
     the two networks on the same prompts, so the gaps are paired: ``hinge[1] - hinge[0]`` and
@@ -256,7 +258,9 @@ def behaviour(nets, d, k, gamma, eval_m, flips, trials, generator_for):
     for i, M in enumerate(eval_m):
         for j, f in enumerate(flips):
             g = generator_for(100 + 10 * i + j)
-            hinge, correct = evaluate(nets, d, k, float(gamma), M, f, trials, g)
+            hinge, correct = evaluate(
+                nets, d, k=k, gamma=float(gamma), M=M, flip=f, trials=trials, generator=g
+            )
             hinge_gap, accuracy_gap = hinge[1] - hinge[0], correct[0] - correct[1]
             out[M, f] = (
                 hinge,

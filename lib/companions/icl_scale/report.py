@@ -27,7 +27,7 @@ def best_ranks(eigenvalues, N, task, eval_m, sigmas) -> dict:
 
     def loss(r, M, sigma):
         s, xi = list(task[:r]) + [0.0] * (d - r), [0.0] * r + list(task[r:])
-        return theory.theorem_5_4_2(eigenvalues, N, M, sigma**2, s, xi, r)
+        return theory.theorem_5_4_2(eigenvalues, N, M=M, sigma2=sigma**2, s=s, xi=xi, r=r)
 
     return {(M, x): min(range(d + 1), key=lambda r: loss(r, M, x)) for M in eval_m for x in sigmas}
 
@@ -75,7 +75,7 @@ def figure_tradeoff(closed, grid, d: int, ms, sigmas):
     return fig
 
 
-def figure_flips(eigenvalues, N, coords, M, flips, sigmas, flip_mc):
+def figure_flips(eigenvalues, N, *, coords, M, flips, sigmas, flip_mc):
     """Left: evaluation loss against the flip probability for each rank (this book's closed form,
     lines; Monte Carlo ``flip_mc[f]``, points). Right: the same ranks against additive noise."""
     fig, axes = plots.subplots(1, 2, width=3.5, height=3.4)

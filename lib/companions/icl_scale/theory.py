@@ -167,7 +167,7 @@ def g_derivative():
 
 
 # -- Theorems 5.4.2 and 5.4.3 -------------------------------------------------------------------
-def theorem_5_4_2(eigenvalues, N, M, sigma2, s, xi, r):
+def theorem_5_4_2(eigenvalues, N, *, M, sigma2, s, xi, r):
     """Theorem 5.4.2 as stated: the evaluation loss of the optimal rank-r LSA (``c = 1``,
     ``rho = M``) on the task ``w = Q(s + xi)``, ``s`` supported on the first ``r`` directions and
     ``xi`` on the rest."""
@@ -192,7 +192,7 @@ def theorem_5_4_2_large_n(eigenvalues, M, sigma2, s, xi, r):
     return xiD + ((r + 1) * sD + r * xiD + r * sigma2) / M
 
 
-def theorem_5_4_3(eigenvalues, N, M, sigma2, s, r, r2):
+def theorem_5_4_3(eigenvalues, N, *, M, sigma2, s, r, r2):
     """Theorem 5.4.3: ``L(f_{r'}) - L(f_r) = (||s||_D^2 + sigma^2)/M sum_{r<i<=r'} (N lambda_i /
     ((N+1) lambda_i + tr D))^2`` for ``w = Q s``, ``s`` supported on the first ``r``."""
     lam = _spectrum(eigenvalues)

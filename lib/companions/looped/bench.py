@@ -24,7 +24,9 @@ def step_flops(d: int, n: int, loops: int, batch: int) -> float:
 def trainer(d, n, loops, batch, dtype=torch.float32, seed=0):
     def build():
         g = torch.Generator().manual_seed(seed)
-        model, loss_fn = looped_training_problem(d, n, loops, batch, g, dtype=dtype)
+        model, loss_fn = looped_training_problem(
+            d, n, loops=loops, batch=batch, generator=g, dtype=dtype
+        )
         opt = torch.optim.Adam(model.parameters(), lr=1e-3)
 
         def step():  # what companions.train.fit does per step

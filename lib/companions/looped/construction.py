@@ -84,6 +84,7 @@ def looped_transformer(
     Q: torch.Tensor,
     P: torch.Tensor,
     etas,
+    *,
     loops: int | None = None,
     faithful: bool = True,
     trajectory: bool = False,
@@ -115,6 +116,7 @@ def looped_transformer_gram(
     Q: torch.Tensor,
     P: torch.Tensor,
     etas,
+    *,
     loops: int | None = None,
     trajectory=False,
 ):

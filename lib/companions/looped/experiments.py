@@ -58,6 +58,7 @@ class ConvergenceRun:
 def convergence_run(
     n: int,
     d: int,
+    *,
     loops: int,
     trials: int,
     alpha: float,
@@ -93,6 +94,7 @@ def convergence_run(
 def kappa_distribution(
     n: int,
     d: int,
+    *,
     draws: int,
     generator: torch.Generator,
     group: int = 10,
@@ -201,14 +203,20 @@ def float64_floor(runs: dict, settle: int = 10) -> tuple[float, float, int]:
     return min(floors), max(floors), len(floors)
 
 
-def null_space_run(n: int, d: int, loops: int, draws: int, alpha: float, generator, device="cpu"):
+def null_space_run(
+    n: int, d: int, *, loops: int, draws: int, alpha: float, generator, device="cpu"
+):
     """(D6) Prompts with ``n < d`` looped ``loops`` times with ``eta = 1/L``: returns
     ``(error after the loops, the null-space limit, the bound on their gap)``, each ``(draws,)``;
     the bound is ``|alpha| ||P_row theta*||^2 (1 - 1/kappa_row)^loops``."""
     X, theta, y = sample_prompts(draws, n, d, generator, device=device)
     Q, P = construction_weights(d, device=device)
     out, _ = looped_transformer(
-        input_matrix(X, y, alpha), Q, P, (1 / smoothness(X)).expand(loops, -1), faithful=False
+        input_matrix(X, y, alpha),
+        Q,
+        P=P,
+        etas=(1 / smoothness(X)).expand(loops, -1),
+        faithful=False,
     )
     err, limit = prediction_error(out, theta, alpha), null_space_error(X, theta, alpha)
     eig = torch.linalg.eigvalsh(X @ X.transpose(-1, -2))  # the nonzero eigenvalues of X^T X

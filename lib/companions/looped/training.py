@@ -61,6 +61,7 @@ def fixed_step_for_gaussian(n: int, d: int) -> float:
 def train_looped_transformer(
     d: int,
     n: int,
+    *,
     loops: int,
     steps: int,
     batch: int,
@@ -75,13 +76,15 @@ def train_looped_transformer(
     ``E(<TF(Z0), theta*> - alpha)^2`` with ``loops`` loops unrolled and a fresh batch every step.
     Trains in ``dtype`` (float32 by default) and returns ``(model, history)`` with the model cast
     to float64 for the chapter's checks."""
-    model, loss = looped_training_problem(d, n, loops, batch, generator, device, dtype)
+    model, loss = looped_training_problem(
+        d, n, loops=loops, batch=batch, generator=generator, device=device, dtype=dtype
+    )
     history = fit(loss, model.parameters(), steps, lr=lr, desc=desc, progress=progress)
     return model.to(torch.float64), history
 
 
 def looped_training_problem(
-    d: int, n: int, loops: int, batch: int, generator: torch.Generator, device="cpu", dtype=None
+    d: int, n: int, *, loops: int, batch: int, generator: torch.Generator, device="cpu", dtype=None
 ):
     """The model and the loss closure ``loss(step)`` that :func:`train_looped_transformer` fits
     (also what ``python -m companions bench`` times). Initial weights are drawn in float64 and
@@ -130,6 +133,7 @@ def depth_curve(
 def train_seeds(
     d: int,
     n: int,
+    *,
     loops: int,
     steps: int,
     batch: int,
@@ -142,7 +146,14 @@ def train_seeds(
     models, histories = [], []
     for s in range(seeds):
         model, history = train_looped_transformer(
-            d, n, loops, steps, batch, generator_for(50 + s), device=device, desc=f"seed {s}"
+            d,
+            n,
+            loops=loops,
+            steps=steps,
+            batch=batch,
+            generator=generator_for(50 + s),
+            device=device,
+            desc=f"seed {s}",
         )
         models.append(model)
         histories.append(history)
