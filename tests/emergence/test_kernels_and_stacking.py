@@ -233,3 +233,12 @@ def test_table_configurations_at_the_source_sizes_and_below():
     dist = got["A.2"]["make"](_gen(0))
     assert (dist.k, dist.D, dist.d) == (30, 100, 500)
     assert experiments.per_seed_points([{"rf": (0.5, 0.75, 0.1)}], "rf", 70.0) == [5.0]
+
+
+def test_a29_rate_estimates_by_hand():
+    below = torch.tensor([1.0, 0.0, 0.0, 1.0], dtype=F64)
+    got = theory.a29_rate_estimates({1 / 16: {"below": below, "bound": 0.25}})
+    (est,) = got.values()
+    assert list(got) == ["0.0625"]
+    assert est.mean == pytest.approx(0.25) and est.n == 4
+    assert est.se == pytest.approx(float(below.std()) / 2)  # sample sd over sqrt(n)

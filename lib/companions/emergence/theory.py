@@ -212,6 +212,22 @@ def lemma_a29_noisy(dist, sigma_zeta: float, n: int, generator: torch.Generator,
     }
 
 
+def a29_rate_estimates(noise: dict) -> dict:
+    """Per noise level of :func:`lemma_a29_noisy` results (``{level: result}``): the fraction of
+    points with ``y g^* < 1`` less the proof's bound, as an :class:`companions.claims.Estimate`
+    with its binomial standard error over the points (keyed by the level, 4 decimals)."""
+    from companions.claims import Estimate
+
+    out = {}
+    for level, r in noise.items():
+        below = r["below"]
+        n = len(below)
+        out[f"{level:.4f}"] = Estimate(
+            float(below.mean()) - r["bound"], float(below.std() / math.sqrt(n)), n
+        )
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # Lemma A.8 and the gradient terms T_j of Lemma 2.6 / A.9 and A.14, by enumeration
 # ---------------------------------------------------------------------------------------------
