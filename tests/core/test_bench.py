@@ -102,9 +102,9 @@ def test_book_trainer_flop_counts_match_torch_counter():
     from companions.fourier import bench as fb
     from companions.looped import bench as lb
 
-    step = fb.trainer(5, 2, [6, 4], "l2k1")()
+    step = fb.trainer(5, 2, widths=[6, 4], regularizer="l2k1")()
     assert bench.counted_flops(step) == fb.step_flops(5, 2, 2, 6)
-    step = fb.trainer(5, 3, [6], "adamw", batch=7)()
+    step = fb.trainer(5, 3, widths=[6], regularizer="adamw", batch=7)()
     assert bench.counted_flops(step) == fb.step_flops(5, 3, 1, 6, batch=7)
     step = lb.trainer(2, 4, 3, 5)()
     products_by_c = 5 * 2 * 3**2 * (3 + 3)  # (zQ) C is elementwise: torch does not count it

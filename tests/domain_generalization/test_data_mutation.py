@@ -56,13 +56,13 @@ def test_features_draw_for_draw_and_the_range_of_r():
 
 
 def test_sums_are_drawn_in_chunks_of_ten_thousand_rows():
-    s_r, s_u = data.sample_sums(10_003, 2, 5, 0.3, gen(6))
+    s_r, s_u = data.sample_sums(10_003, 2, d=5, gamma=0.3, generator=gen(6))
     g = gen(6)
     z = torch.cat([ref_features(10_000, 2, 5, 0.3, g), ref_features(3, 2, 5, 0.3, g)])
     assert s_r.dtype == F64 and s_r.shape == (10_003,)
     assert torch.allclose(s_r, z[:, :2].sum(1), atol=1e-14)
     assert torch.allclose(s_u, z[:, 2:].sum(1), atol=1e-14)
-    s_r, s_u = data.sample_sums(5, 3, 4, 0.0, gen(7), chunk=2)
+    s_r, s_u = data.sample_sums(5, 3, d=4, gamma=0.0, generator=gen(7), chunk=2)
     g = gen(7)
     z = torch.cat([ref_features(m, 3, 4, 0.0, g) for m in (2, 2, 1)])
     assert torch.allclose(s_r, z[:, :3].sum(1)) and torch.allclose(s_u, z[:, 3])
@@ -70,7 +70,7 @@ def test_sums_are_drawn_in_chunks_of_ten_thousand_rows():
 
 def test_a_dry_run_draws_the_first_chunk_of_sums(monkeypatch):
     monkeypatch.setenv("COMPANIONS_DRY_RUN", "1")
-    s_r, s_u = data.sample_sums(5, 3, 4, 0.0, gen(7), chunk=2)
+    s_r, s_u = data.sample_sums(5, 3, d=4, gamma=0.0, generator=gen(7), chunk=2)
     z = ref_features(2, 3, 4, 0.0, gen(7))
     assert torch.allclose(s_r, z[:, :3].sum(1)) and torch.allclose(s_u, z[:, 3])
 

@@ -48,7 +48,7 @@ def test_features_layout_and_ood_flip():
 
 
 def test_sums_match_features_chunked():
-    s_r, s_u = data.sample_sums(25, 3, 7, 0.2, gen(), chunk=10)
+    s_r, s_u = data.sample_sums(25, 3, d=7, gamma=0.2, generator=gen(), chunk=10)
     z = torch.cat([data.sample_features(m, 3, 7, 0.2, g) for g in [gen()] for m in (10, 10, 5)])
     assert torch.allclose(s_r, z[:, :3].sum(-1)) and torch.allclose(s_u, z[:, 3:].sum(-1))
 
@@ -79,7 +79,7 @@ def test_logistic_derivative_is_the_gradient():
 def test_solve_l2_is_stationary_and_matches_full_problem():
     z = data.sample_features(20_000, 3, 12, 0.3, gen())
     s_r, s_u = z[:, :3].sum(-1), z[:, 3:].sum(-1)
-    opt = theory.solve_l2(s_r, s_u, 0.05, 3, 12)
+    opt = theory.solve_l2(s_r, s_u, lam=0.05, r=3, d=12)
     # stationarity (E.12) for one R and one U coordinate of the full problem
     m = opt.alpha * s_r + opt.beta * s_u
     neg = torch.sigmoid(-m)
@@ -96,23 +96,23 @@ def test_solve_l2_is_stationary_and_matches_full_problem():
     assert float(w[:3].std()) < 0.05 * (opt.alpha - opt.beta)
     assert opt.alpha > opt.beta > 0
     with pytest.raises(ValueError, match="'lam'"):
-        theory.solve_l2(s_r, s_u, 0.0, 3, 12)
+        theory.solve_l2(s_r, s_u, lam=0.0, r=3, d=12)
 
 
 def test_solve_l1_kkt_and_zero_region():
-    s_r, s_u = data.sample_sums(20_000, 8, 40, 0.45, gen())
+    s_r, s_u = data.sample_sums(20_000, 8, d=40, gamma=0.45, generator=gen())
     for lam in (0.01, 0.001):
-        opt = theory.solve_l1(s_r, s_u, lam, 8, 40, 0.45)
+        opt = theory.solve_l1(s_r, s_u, lam=lam, r=8, d=40, gamma=0.45)
         assert opt.alpha > 0 and (opt.beta == 0.0) == (opt.kkt_slack >= 0)
         neg = torch.sigmoid(-(opt.alpha * s_r + opt.beta * s_u))
         # stationarity in alpha: E[-l'(m) S_R] = lam r; and in beta when beta > 0
         assert abs(float((neg * s_r).mean()) - lam * 8) < 1e-7
         if opt.beta > 0:
             assert abs(float((neg * s_u).mean()) - lam * 32) < 1e-7
-    big = theory.solve_l1(s_r, s_u, 0.3, 8, 40, 0.45)  # lam >= 1/4: nothing survives
+    big = theory.solve_l1(s_r, s_u, lam=0.3, r=8, d=40, gamma=0.45)  # lam >= 1/4: nothing survives
     assert big.alpha == 0.0 and big.beta == 0.0
     # with a tiny gamma the subgradient condition fails only if gamma E[-l'] > lam
-    weak = theory.solve_l1(s_r, s_u, 1e-4, 8, 40, 0.45)
+    weak = theory.solve_l1(s_r, s_u, lam=1e-4, r=8, d=40, gamma=0.45)
     assert (weak.beta > 0) == (weak.kkt_slack < 0)
 
 
@@ -127,7 +127,7 @@ def test_ood_correct_is_strict_and_wilson_bounds():
 
 def test_normal_ood_accuracy_against_monte_carlo():
     r, d, g_ = 16, 80, 0.3
-    o_r, o_u = data.sample_sums(200_000, r, d, -g_, gen())
+    o_r, o_u = data.sample_sums(200_000, r, d=d, gamma=-g_, generator=gen())
     for a, b in [(0.1, 0.05), (0.1, 0.02)]:
         mc = theory.ood_correct(a, b, o_r, o_u) / 200_000
         assert abs(mc - theory.normal_ood_accuracy(a, b, r, d, g_)) < 0.01
@@ -250,21 +250,51 @@ def test_gated_loss_penalties_by_hand():
 
 def test_nu_training_removes_environmental_gates():
     x, y, dom = data.sample_domains(400, 4, 24, [0.3, 0.4], gen())
-    nu = training.train_gated(x, y, dom, "nu", 0.1, 300, 32, 0.05, gen(1))
-    erm = training.train_gated(x, y, dom, "erm", 0.0, 300, 32, 0.05, gen(1))
+    nu = training.train_gated(
+        x,
+        y,
+        domain=dom,
+        method="nu",
+        lam=0.1,
+        steps=300,
+        batch_per_domain=32,
+        lr=0.05,
+        generator=gen(1),
+    )
+    erm = training.train_gated(
+        x,
+        y,
+        domain=dom,
+        method="erm",
+        lam=0.0,
+        steps=300,
+        batch_per_domain=32,
+        lr=0.05,
+        generator=gen(1),
+    )
     assert float(nu.w[4:].abs().mean()) < 0.2 * float(nu.w[:4].mean())
     assert float(erm.w[4:].mean()) > 0.3 * float(erm.w[:4].mean())
     xo, yo, _ = data.sample_domains(2000, 4, 24, [-0.35], gen(2))
     assert training.gated_accuracy(nu.w, xo, yo) > 0.95 > training.gated_accuracy(erm.w, xo, yo)
     assert len(nu.history.loss) > 0
     with pytest.raises(ValueError, match="'batch_per_domain'"):
-        training.train_gated(x, y, dom, "nu", 0.1, 3, 0, 0.05, gen())
+        training.train_gated(
+            x,
+            y,
+            domain=dom,
+            method="nu",
+            lam=0.1,
+            steps=3,
+            batch_per_domain=0,
+            lr=0.05,
+            generator=gen(),
+        )
 
 
 def test_two_d_training_reduces_loss_and_nu_lowers_the_second_singular_value():
     x, y = data.sample_two_d(300, 0.7, gen())
-    erm = training.train_two_d(x, y, 0.0, 300, 0.5, gen(1))
-    nu = training.train_two_d(x, y, 1.0, 300, 0.5, gen(1))
+    erm = training.train_two_d(x, y, lam=0.0, steps=300, lr=0.5, generator=gen(1))
+    nu = training.train_two_d(x, y, lam=1.0, steps=300, lr=0.5, generator=gen(1))
     assert erm.history.loss[-1] < erm.history.loss[0]
     assert erm.accuracy(x, y) > 0.9
     s_erm, s_nu = torch.linalg.svdvals(x @ erm.A.T), torch.linalg.svdvals(x @ nu.A.T)
@@ -295,7 +325,7 @@ def test_domain_gammas_and_mixture_sums():
     g = experiments.domain_gammas(0.3, 3, 0.1)
     assert g == pytest.approx([0.2, 0.3, 0.4])
     gen = torch.Generator().manual_seed(0)
-    s_r, s_u = experiments.sample_sums_domains(40_000, 4, 24, [0.0, 0.4], gen)
+    s_r, s_u = experiments.sample_sums_domains(40_000, 4, d=24, gammas=[0.0, 0.4], generator=gen)
     assert float(s_r.mean()) == pytest.approx(2.0, abs=0.02)
     assert float(s_u.mean()) == pytest.approx(20 * 0.2, abs=0.05)
     # per-example domains add the between-domain variance 20^2 * 0.2^2 = 16 to 20 (1/3 - 0.04)
@@ -307,14 +337,14 @@ def test_domain_sweep_runs():
     res = experiments.domain_sweep(
         64,
         400,
-        0.45,
-        0.02,
-        [1, 3],
-        3.0,
-        0.1,
-        2000,
-        2,
-        torch.Generator().manual_seed(1),
+        gamma_bar=0.45,
+        spread=0.02,
+        counts=[1, 3],
+        lam_l2=3.0,
+        lam_l1=0.1,
+        samples=2000,
+        repeats=2,
+        generator=torch.Generator().manual_seed(1),
         progress=False,
     )
     assert res.l2_ood.shape == (2, 2) and res.l1_ood.shape == (2, 2)
@@ -322,7 +352,16 @@ def test_domain_sweep_runs():
 
 
 def test_population_sweep_shapes_and_ood_counts():
-    ps = experiments.population_sweep(64, 400, 0.45, [0.1, 3.0], 2000, 2, gen(), progress=False)
+    ps = experiments.population_sweep(
+        64,
+        400,
+        gamma=0.45,
+        lambdas=[0.1, 3.0],
+        samples=2000,
+        repeats=2,
+        generator=gen(),
+        progress=False,
+    )
     assert ps.alpha.shape == (2, 2) and np.all(ps.alpha > ps.beta) and np.all(ps.beta > 0)
     assert np.all(ps.ood_correct <= 2000) and np.all(ps.l1_beta[:, 1] == 0)
 
@@ -410,7 +449,9 @@ def test_chapter_presets_and_checks():
 
 
 def test_d_sweep_turns_where_the_means_cross():
-    ds = experiments.d_sweep(64, [70, 400], 0.45, 1.0, 4000, 2, gen(), progress=False)
+    ds = experiments.d_sweep(
+        64, [70, 400], gamma=0.45, lam=1.0, samples=4000, repeats=2, generator=gen(), progress=False
+    )
     assert ds.ood_accuracy.shape == (2, 2)
     assert np.all(ds.ood_accuracy[:, 0] > 0.99) and np.all(ds.ood_accuracy[:, 1] < 0.01)
     assert np.allclose(ds.ood_accuracy, ds.normal_accuracy, atol=0.02)
@@ -418,7 +459,14 @@ def test_d_sweep_turns_where_the_means_cross():
 
 def test_two_d_experiment_shares_initialisation_and_data():
     res = experiments.two_d_experiment(
-        200, 2000, 50, 0.5, 0.0, 2, lambda s: gen(10 + s), progress=False
+        200,
+        2000,
+        steps=50,
+        lr=0.5,
+        lam=0.0,
+        seeds=2,
+        generator_for=lambda s: gen(10 + s),
+        progress=False,
     )
     # with lambda = 0 ERM-NU is ERM: the same data and start must give the same run
     assert res.ood_acc["ERM"] == res.ood_acc["ERM-NU"]

@@ -109,7 +109,7 @@ def test_domain_gammas_even_spacing():
 
 def test_sample_sums_domains_signs_at_gamma_half():
     n, r, d = 300, 3, 8
-    s_r, s_u = experiments.sample_sums_domains(n, r, d, [0.5], gen(1))
+    s_r, s_u = experiments.sample_sums_domains(n, r, d=d, gammas=[0.5], generator=gen(1))
     assert s_r.shape == (n,) and s_u.shape == (n,)
     assert s_r.dtype == torch.float64 and s_u.dtype == torch.float64
     # gamma = 1/2: every environmental coordinate is +U[0, 1]; R coordinates are U[0, 1]
@@ -117,10 +117,10 @@ def test_sample_sums_domains_signs_at_gamma_half():
     assert bool((s_r > 0).all()) and bool((s_r < r).all())
     assert float(s_u.mean()) == pytest.approx((d - r) / 2, abs=0.15)
     assert float(s_r.mean()) == pytest.approx(r / 2, abs=0.15)
-    _, s_u = experiments.sample_sums_domains(n, r, d, [-0.5], gen(2))
+    _, s_u = experiments.sample_sums_domains(n, r, d=d, gammas=[-0.5], generator=gen(2))
     assert bool((s_u < 0).all()) and bool((s_u > -(d - r)).all())
     # two domains +-1/2, drawn per example with probability 1/2 each
-    _, s_u = experiments.sample_sums_domains(4000, r, d, [0.5, -0.5], gen(3))
+    _, s_u = experiments.sample_sums_domains(4000, r, d=d, gammas=[0.5, -0.5], generator=gen(3))
     assert float((s_u > 0).double().mean()) == pytest.approx(0.5, abs=0.03)
 
 
@@ -143,12 +143,14 @@ def _sums_domains(n, r, d, gammas, generator, chunk):
 
 
 def test_sample_sums_domains_in_chunks_against_a_second_sampler():
-    got = experiments.sample_sums_domains(25, 2, 6, [0.1, -0.3, 0.4], gen(4), chunk=10)
+    got = experiments.sample_sums_domains(
+        25, 2, d=6, gammas=[0.1, -0.3, 0.4], generator=gen(4), chunk=10
+    )
     want = _sums_domains(25, 2, 6, [0.1, -0.3, 0.4], gen(4), chunk=10)
     assert torch.allclose(got[0], want[0], rtol=0, atol=1e-12)
     assert torch.allclose(got[1], want[1], rtol=0, atol=1e-12)
     # the default chunk is 10_000 rows (the signature's constant)
-    got = experiments.sample_sums_domains(10_003, 1, 2, [0.2], gen(5))
+    got = experiments.sample_sums_domains(10_003, 1, d=2, gammas=[0.2], generator=gen(5))
     want = _sums_domains(10_003, 1, 2, [0.2], gen(5), chunk=10_000)
     assert torch.equal(got[0], want[0]) and torch.allclose(got[1], want[1], rtol=0, atol=1e-12)
 
@@ -170,24 +172,33 @@ def test_sample_sums_domains_sign_threshold_is_strict_and_in_float64():
             break
     else:
         raise AssertionError("no seed found")
-    s_r, s_u = experiments.sample_sums_domains(1, 1, 2, [gamma], gen(seed))
+    s_r, s_u = experiments.sample_sums_domains(1, 1, d=2, gammas=[gamma], generator=gen(seed))
     assert float(s_u) < 0 < float(s_r)
 
 
 # -- the sweeps ----------------------------------------------------------------------------------
 def test_population_sweep_is_its_recipe():
     r, d, gamma, lams, samples, repeats = 3, 9, 0.45, [0.01, 0.5], 300, 2
-    ps = experiments.population_sweep(r, d, gamma, lams, samples, repeats, gen(6), progress=False)
+    ps = experiments.population_sweep(
+        r,
+        d,
+        gamma=gamma,
+        lambdas=lams,
+        samples=samples,
+        repeats=repeats,
+        generator=gen(6),
+        progress=False,
+    )
     g = gen(6)
     assert ps.lambdas == (0.01, 0.5) and ps.samples == samples
     for k in range(repeats):
-        s_r, s_u = data.sample_sums(samples, r, d, gamma, g)
-        o_r, o_u = data.sample_sums(samples, r, d, -gamma, g)
+        s_r, s_u = data.sample_sums(samples, r, d=d, gamma=gamma, generator=g)
+        o_r, o_u = data.sample_sums(samples, r, d=d, gamma=-gamma, generator=g)
         for j, lam in enumerate(lams):
-            opt = theory.solve_l2(s_r, s_u, lam, r, d)
+            opt = theory.solve_l2(s_r, s_u, lam=lam, r=r, d=d)
             assert (ps.alpha[k, j], ps.beta[k, j]) == (opt.alpha, opt.beta)
             assert ps.ood_correct[k, j] == theory.ood_correct(opt.alpha, opt.beta, o_r, o_u)
-            l1 = theory.solve_l1(s_r, s_u, lam, r, d, gamma)
+            l1 = theory.solve_l1(s_r, s_u, lam=lam, r=r, d=d, gamma=gamma)
             assert (ps.l1_alpha[k, j], ps.l1_beta[k, j]) == (l1.alpha, l1.beta)
             assert (ps.l1_slack[k, j], ps.l1_slack_se[k, j]) == (l1.kkt_slack, l1.kkt_slack_se)
             assert ps.l1_ood_correct[k, j] == theory.ood_correct(l1.alpha, l1.beta, o_r, o_u)
@@ -199,19 +210,31 @@ def test_population_sweep_is_its_recipe():
 def test_domain_sweep_is_its_recipe():
     r, d, gbar, spread, counts, samples, repeats = 2, 8, 0.3, 0.1, [1, 3], 200, 2
     res = experiments.domain_sweep(
-        r, d, gbar, spread, counts, 0.2, 0.01, samples, repeats, gen(7), progress=False
+        r,
+        d,
+        gamma_bar=gbar,
+        spread=spread,
+        counts=counts,
+        lam_l2=0.2,
+        lam_l1=0.01,
+        samples=samples,
+        repeats=repeats,
+        generator=gen(7),
+        progress=False,
     )
     assert res.counts == (1, 3)
     assert res.gammas[1] == [0.3] and res.gammas[3] == pytest.approx([0.2, 0.3, 0.4])
     g = gen(7)
     for k in range(repeats):
-        o_r, o_u = data.sample_sums(samples, r, d, -gbar, g)
+        o_r, o_u = data.sample_sums(samples, r, d=d, gamma=-gbar, generator=g)
         for j, c in enumerate(counts):
-            s_r, s_u = experiments.sample_sums_domains(samples, r, d, res.gammas[c], g)
-            opt = theory.solve_l2(s_r, s_u, 0.2, r, d)
+            s_r, s_u = experiments.sample_sums_domains(
+                samples, r, d=d, gammas=res.gammas[c], generator=g
+            )
+            opt = theory.solve_l2(s_r, s_u, lam=0.2, r=r, d=d)
             k2 = theory.ood_correct(opt.alpha, opt.beta, o_r, o_u)
             assert res.l2_ood_correct[k, j] == k2 and res.l2_ood[k, j] == k2 / samples
-            o1 = theory.solve_l1(s_r, s_u, 0.01, r, d, gbar)
+            o1 = theory.solve_l1(s_r, s_u, lam=0.01, r=r, d=d, gamma=gbar)
             assert res.l1_ood[k, j] == theory.ood_correct(o1.alpha, o1.beta, o_r, o_u) / samples
             assert o1.beta > 0  # lam_l1 = 0.01: the KKT slack is < 0, so S_U is used
     assert res.l2_ood.shape == res.l1_ood.shape == res.l2_ood_correct.shape == (2, 2)
@@ -219,14 +242,23 @@ def test_domain_sweep_is_its_recipe():
 
 def test_d_sweep_is_its_recipe():
     r, d_values, gamma, lam, samples, repeats = 3, [5, 12], 0.3, 0.5, 250, 2
-    ds = experiments.d_sweep(r, d_values, gamma, lam, samples, repeats, gen(8), progress=False)
+    ds = experiments.d_sweep(
+        r,
+        d_values,
+        gamma=gamma,
+        lam=lam,
+        samples=samples,
+        repeats=repeats,
+        generator=gen(8),
+        progress=False,
+    )
     assert ds.d_values == (5, 12)
     g = gen(8)
     for k in range(repeats):
         for j, d in enumerate(d_values):
-            s_r, s_u = data.sample_sums(samples, r, d, gamma, g)
-            o_r, o_u = data.sample_sums(samples, r, d, -gamma, g)
-            opt = theory.solve_l2(s_r, s_u, lam, r, d)
+            s_r, s_u = data.sample_sums(samples, r, d=d, gamma=gamma, generator=g)
+            o_r, o_u = data.sample_sums(samples, r, d=d, gamma=-gamma, generator=g)
+            opt = theory.solve_l2(s_r, s_u, lam=lam, r=r, d=d)
             assert (ds.alpha[k, j], ds.beta[k, j]) == (opt.alpha, opt.beta)
             acc = theory.ood_correct(opt.alpha, opt.beta, o_r, o_u) / samples
             assert ds.ood_accuracy[k, j] == acc
@@ -239,7 +271,14 @@ def test_d_sweep_is_its_recipe():
 def test_two_d_experiment_is_its_recipe():
     n, n_test, steps, lr, lam, seeds = 40, 60, 4, 0.5, 0.3, 2
     res = experiments.two_d_experiment(
-        n, n_test, steps, lr, lam, seeds, lambda s: gen(30 + s), progress=False
+        n,
+        n_test,
+        steps=steps,
+        lr=lr,
+        lam=lam,
+        seeds=seeds,
+        generator_for=lambda s: gen(30 + s),
+        progress=False,
     )
     assert list(res.runs) == ["ERM", "ERM-NU"]
     for s in range(seeds):
@@ -250,7 +289,7 @@ def test_two_d_experiment_is_its_recipe():
         init = g.get_state()
         for method, weight in (("ERM", 0.0), ("ERM-NU", lam)):
             g.set_state(init)
-            run = training.train_two_d(x, y, weight, steps, lr, g)
+            run = training.train_two_d(x, y, lam=weight, steps=steps, lr=lr, generator=g)
             got = res.runs[method][s]
             assert torch.equal(got.A, run.A) and torch.equal(got.u, run.u)
             assert torch.equal(got.b, run.b)
@@ -277,7 +316,17 @@ def test_task_experiment_is_its_recipe():
         state = g.get_state()
         for name, (method, lam) in methods.items():
             g.set_state(state)
-            run = training.train_gated(x, y, dom, method, lam, 4, 4, 0.05, g)
+            run = training.train_gated(
+                x,
+                y,
+                domain=dom,
+                method=method,
+                lam=lam,
+                steps=4,
+                batch_per_domain=4,
+                lr=0.05,
+                generator=g,
+            )
             assert torch.equal(res.w[name][s], run.w)
             assert res.id_acc[name][s] == training.gated_accuracy(run.w, x, y)
             assert res.ood_acc[name][s] == training.gated_accuracy(run.w, xo, yo)

@@ -41,7 +41,9 @@ def test_l2_objective_is_the_mean_loss_plus_the_penalty(alpha, beta, lam, r, ext
     expected = float(th.logistic(alpha * s_r + beta * s_u).mean()) + lam / 2 * (
         r * alpha**2 + extra * beta**2
     )
-    assert th.l2_objective(alpha, beta, s_r, s_u, lam, r, d) == pytest.approx(expected)
+    assert th.l2_objective(alpha, beta, s_r=s_r, s_u=s_u, lam=lam, r=r, d=d) == pytest.approx(
+        expected
+    )
 
 
 @FAST
@@ -298,13 +300,13 @@ def test_solve_full_l2_takes_float32_draws_in_float64():
 def _sums(seed=0, n=5000, r=8, d=40, gamma=0.45):
     from companions.domain_generalization import data
 
-    return data.sample_sums(n, r, d, gamma, torch.Generator().manual_seed(seed))
+    return data.sample_sums(n, r, d=d, gamma=gamma, generator=torch.Generator().manual_seed(seed))
 
 
 def test_solve_l1_records_the_kkt_slack_and_its_standard_error():
     s_r, s_u = _sums()
     for lam in (0.3, 0.01, 1e-4):
-        opt = th.solve_l1(s_r, s_u, lam, 8, 40, 0.45)
+        opt = th.solve_l1(s_r, s_u, lam=lam, r=8, d=40, gamma=0.45)
         a = th._l1_alpha(s_r.double(), lam, 8, 1e-12)
         neg = torch.sigmoid(-a * s_r.double())
         assert opt.kkt_slack == pytest.approx(lam - 0.45 * float(neg.mean()), rel=1e-12)
@@ -313,12 +315,12 @@ def test_solve_l1_records_the_kkt_slack_and_its_standard_error():
         if opt.beta == 0.0:
             assert opt.alpha == a
     with pytest.raises(ValueError, match="'lam' = 0 is not allowed: expected a real number > 0"):
-        th.solve_l1(s_r, s_u, 0, 8, 40, 0.45)
+        th.solve_l1(s_r, s_u, lam=0, r=8, d=40, gamma=0.45)
 
 
 def test_solve_l1_with_beta_solves_both_stationarity_equations():
     s_r, s_u = _sums(seed=1)
-    opt = th.solve_l1(s_r, s_u, 1e-4, 8, 40, 0.45)
+    opt = th.solve_l1(s_r, s_u, lam=1e-4, r=8, d=40, gamma=0.45)
     assert opt.beta > 0 and opt.kkt_slack < 0
     neg = torch.sigmoid(-(opt.alpha * s_r + opt.beta * s_u))
     assert float((neg * s_r).mean()) == pytest.approx(1e-4 * 8, abs=1e-9)
@@ -327,15 +329,15 @@ def test_solve_l1_with_beta_solves_both_stationarity_equations():
 
 def test_newton_counts_its_iterations_and_converges_quadratically():
     s_r, s_u = _sums(seed=2, d=12, r=3, gamma=0.3)
-    opt = th.solve_l2(s_r, s_u, 0.05, 3, 12)
+    opt = th.solve_l2(s_r, s_u, lam=0.05, r=3, d=12)
     assert 1 <= opt.iterations <= 8 and opt.gradient_norm < 1e-12
     # already converged at the start: no step taken
-    assert th.solve_l2(s_r, s_u, 0.05, 3, 12, tol=1e9).iterations == 0
+    assert th.solve_l2(s_r, s_u, lam=0.05, r=3, d=12, tol=1e9).iterations == 0
     # never converged: every allowed step is taken, the last gradient reported
-    capped = th.solve_l2(s_r, s_u, 0.05, 3, 12, tol=0.0, max_iter=3)
+    capped = th.solve_l2(s_r, s_u, lam=0.05, r=3, d=12, tol=0.0, max_iter=3)
     assert capped.iterations == 3 and 0 < capped.gradient_norm < 1
-    assert th.solve_l2(s_r, s_u, 0.05, 3, 12, max_iter=0).gradient_norm == math.inf
-    one = th.solve_l2(s_r, s_u, 0.05, 3, 12, tol=0.0, max_iter=1)
+    assert th.solve_l2(s_r, s_u, lam=0.05, r=3, d=12, max_iter=0).gradient_norm == math.inf
+    one = th.solve_l2(s_r, s_u, lam=0.05, r=3, d=12, tol=0.0, max_iter=1)
     assert one.iterations == 1 and (one.alpha, one.beta) != (0.0, 0.0)
 
 
@@ -358,7 +360,7 @@ def _objective(x):
 
 
 def test_newton_backtracks_where_the_full_step_overshoots():
-    opt = th.solve_l2(_OVERSHOOT[:, 0], _OVERSHOOT[:, 1], _OVERSHOOT_LAM, 1, 2)
+    opt = th.solve_l2(_OVERSHOOT[:, 0], _OVERSHOOT[:, 1], lam=_OVERSHOOT_LAM, r=1, d=2)
     x = torch.tensor([opt.alpha, opt.beta], dtype=torch.float64)
     m = _OVERSHOOT @ x
     grad = -(_OVERSHOOT * torch.sigmoid(-m)[:, None]).mean(0) + _OVERSHOOT_LAM * x
@@ -372,16 +374,22 @@ def test_newton_backtracks_where_the_full_step_overshoots():
         near = x + 0.01 * torch.randn(2, generator=g, dtype=torch.float64)
         assert _objective(near) >= _objective(x)
     assert th.l2_objective(
-        opt.alpha, opt.beta, _OVERSHOOT[:, 0], _OVERSHOOT[:, 1], _OVERSHOOT_LAM, 1, 2
+        opt.alpha,
+        opt.beta,
+        s_r=_OVERSHOOT[:, 0],
+        s_u=_OVERSHOOT[:, 1],
+        lam=_OVERSHOOT_LAM,
+        r=1,
+        d=2,
     ) == pytest.approx(_objective(x))
 
 
 def test_solvers_take_float32_sums_in_float64():
     s_r, s_u = _sums(seed=3)
     for lam in (0.01, 1e-4):
-        a = th.solve_l1(s_r.float(), s_u.float(), lam, 8, 40, 0.45)
-        b = th.solve_l1(s_r.float().double(), s_u.float().double(), lam, 8, 40, 0.45)
+        a = th.solve_l1(s_r.float(), s_u.float(), lam=lam, r=8, d=40, gamma=0.45)
+        b = th.solve_l1(s_r.float().double(), s_u.float().double(), lam=lam, r=8, d=40, gamma=0.45)
         assert (a.alpha, a.beta, a.kkt_slack) == (b.alpha, b.beta, b.kkt_slack)
-    a = th.solve_l2(s_r.float(), s_u.float(), 0.05, 8, 40)
-    b = th.solve_l2(s_r.float().double(), s_u.float().double(), 0.05, 8, 40)
+    a = th.solve_l2(s_r.float(), s_u.float(), lam=0.05, r=8, d=40)
+    b = th.solve_l2(s_r.float().double(), s_u.float().double(), lam=0.05, r=8, d=40)
     assert (a.alpha, a.beta) == (b.alpha, b.beta)

@@ -106,7 +106,9 @@ def test_train_gated_is_adam_on_batches_drawn_per_domain(domains, monkeypatch):
         training, "gated_loss", lambda w, xb, yb, m, lam: seen.append(xb) or real(w, xb, yb, m, lam)
     )
     lam, lr = 0.1, 0.05
-    run = training.train_gated(x, y, dom, "l2", lam, 3, 2, lr, gen(8))
+    run = training.train_gated(
+        x, y, domain=dom, method="l2", lam=lam, steps=3, batch_per_domain=2, lr=lr, generator=gen(8)
+    )
     idx = ref_batches(dom, 2, gen(8), 3)
     assert len(seen) == 3 and all(torch.equal(s, x[i]) for s, i in zip(seen, idx))
     for i in idx:  # two rows of domain 0, then two of domain 1
@@ -128,12 +130,32 @@ def test_train_gated_is_adam_on_batches_drawn_per_domain(domains, monkeypatch):
 
 def test_train_gated_checks_and_smallest_batch(domains):
     x, y, dom = domains
-    run = training.train_gated(x, y, dom, "erm", 0.0, 1, 1, 0.1, gen(0))  # one row per domain
+    run = training.train_gated(
+        x,
+        y,
+        domain=dom,
+        method="erm",
+        lam=0.0,
+        steps=1,
+        batch_per_domain=1,
+        lr=0.1,
+        generator=gen(0),
+    )  # one row per domain
     assert run.w.shape == (3,)
     with pytest.raises(ValueError, match=r"parameter 'lam' = -0.1 is not allowed: expected a real"):
-        training.train_gated(x, y, dom, "l2", -0.1, 1, 1, 0.1, gen(0))
+        training.train_gated(
+            x,
+            y,
+            domain=dom,
+            method="l2",
+            lam=-0.1,
+            steps=1,
+            batch_per_domain=1,
+            lr=0.1,
+            generator=gen(0),
+        )
     with pytest.raises(ValueError, match=r"parameter 'lam' = -0.5 is not allowed: expected a real"):
-        training.train_two_d(x[:, :2], y, -0.5, 1, 0.1, gen(0))
+        training.train_two_d(x[:, :2], y, lam=-0.5, steps=1, lr=0.1, generator=gen(0))
 
 
 @pytest.mark.parametrize("steps, logged", [(60, list(range(60))), (100, [*range(0, 100, 2), 99])])
@@ -141,18 +163,58 @@ def test_loss_is_logged_about_fifty_times(domains, steps, logged):
     # log_every = max(1, steps // 50): every step for 60, every other step (and the last) for 100
     x, y, dom = domains
     assert (
-        training.train_gated(x, y, dom, "erm", 0.0, steps, 1, 0.01, gen()).history.steps == logged
+        training.train_gated(
+            x,
+            y,
+            domain=dom,
+            method="erm",
+            lam=0.0,
+            steps=steps,
+            batch_per_domain=1,
+            lr=0.01,
+            generator=gen(),
+        ).history.steps
+        == logged
     )
-    assert training.train_two_d(x[:, :2], y, 0.0, steps, 0.01, gen()).history.steps == logged
+    assert (
+        training.train_two_d(
+            x[:, :2], y, lam=0.0, steps=steps, lr=0.01, generator=gen()
+        ).history.steps
+        == logged
+    )
 
 
 def test_progress_bar_labels_and_visibility(domains, monkeypatch):
     x, y, dom = domains
     seen = fit_spy(monkeypatch)
-    training.train_gated(x, y, dom, "l2", 0.25, 1, 1, 0.1, gen())
-    training.train_gated(x, y, dom, "nu", 0.5, 1, 1, 0.1, gen(), progress=True, desc="mine")
-    training.train_two_d(x[:, :2], y, 0.0, 1, 0.1, gen())
-    training.train_two_d(x[:, :2], y, 1.5, 1, 0.1, gen(), progress=True, desc="two")
+    training.train_gated(
+        x,
+        y,
+        domain=dom,
+        method="l2",
+        lam=0.25,
+        steps=1,
+        batch_per_domain=1,
+        lr=0.1,
+        generator=gen(),
+    )
+    training.train_gated(
+        x,
+        y,
+        domain=dom,
+        method="nu",
+        lam=0.5,
+        steps=1,
+        batch_per_domain=1,
+        lr=0.1,
+        generator=gen(),
+        progress=True,
+        desc="mine",
+    )
+    training.train_two_d(x[:, :2], y, lam=0.0, steps=1, lr=0.1, generator=gen())
+    training.train_two_d(
+        x[:, :2], y, lam=1.5, steps=1, lr=0.1, generator=gen(), progress=True, desc="two"
+    )
     got = [(s["desc"], s["progress"], s["optimizer"]) for s in seen]
     assert got == [
         ("l2 lam=0.25", False, "adam"),
@@ -169,7 +231,7 @@ def test_train_two_d_is_gradient_descent_from_a_scaled_gaussian():
     y = y.to(F64)
     y[:25] = 1.0  # unbalanced labels: the bias moves
     for lam in (0.0, 0.3):
-        run = training.train_two_d(x, y, lam, 2, 0.4, gen(9))
+        run = training.train_two_d(x, y, lam=lam, steps=2, lr=0.4, generator=gen(9))
         g = gen(9)
         A = 0.5 * torch.randn(2, 2, generator=g, dtype=F64)  # the default init_scale
         u = 0.5 * torch.randn(2, generator=g, dtype=F64)
@@ -201,7 +263,7 @@ def test_l2_penalties_handed_to_newton_are_those_of_e10(monkeypatch):
     monkeypatch.setattr(theory, "_newton", spy)
     g = gen(5)
     s_r, s_u = torch.randn(50, generator=g, dtype=F64), torch.randn(50, generator=g, dtype=F64)
-    theory.solve_l2(s_r, s_u, 0.3, 2, 5)
+    theory.solve_l2(s_r, s_u, lam=0.3, r=2, d=5)
     theory.solve_full_l2(torch.randn(20, 4, generator=g, dtype=F64), 0.3)
     # (E.10): lam/2 (r alpha^2 + (d - r) beta^2) with r = 2, d = 5; Lemma E.5's lam/2 ||w||^2
     x = torch.tensor([0.7, -1.1], dtype=F64)

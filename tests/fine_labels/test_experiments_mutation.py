@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 from types import SimpleNamespace
 
@@ -82,14 +83,16 @@ def test_labeller_kinds():
 
 
 def _record(monkeypatch):
+    """Replace init and train by fakes that record their arguments by name."""
     calls = {"init": [], "train": []}
+    real_init, real_train = fmodel.init, ftrain.train
 
     def init(*args, **kw):
-        calls["init"].append((args, kw))
-        return SimpleNamespace(C=args[1])
+        calls["init"].append(inspect.signature(real_init).bind(*args, **kw).arguments)
+        return SimpleNamespace(C=calls["init"][-1]["C"])
 
     def train(*args, **kw):
-        calls["train"].append((args, kw))
+        calls["train"].append(inspect.signature(real_train).bind(*args, **kw).arguments)
         return {"t": "history"}
 
     monkeypatch.setattr(fmodel, "init", init)
@@ -98,57 +101,76 @@ def _record(monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "kind, groups, C", [("coarse", None, 2), ("fine", None, 8), ("grouped", 2, 4), ("random", 4, 8),
-                        ("random", None, 2)]
-)  # fmt: skip
+    "kind, groups, C",
+    [
+        ("coarse", None, 2),
+        ("fine", None, 8),
+        ("grouped", 2, 4),
+        ("random", 4, 8),
+        ("random", None, 2),
+    ],
+)
 def test_run_hands_init_and_train_their_arguments(cfg, monkeypatch, kind, groups, C):
     calls = _record(monkeypatch)
-    net, hist = fx.run(cfg, _Runtime(), kind, 17, "tests", groups=groups, B=0.3, offset=5,
-                       progress=False)  # fmt: skip
-    ((args, kw),) = calls["init"]
-    assert args == (2, C, 128, 32, 0.001, 1.75, 105) and kw == {"device": "meta"}
-    ((args, kw),) = calls["train"]
-    assert args[0] is net and hist == {"t": "history"}
-    assert args[1] == fx.data_config(cfg)
-    assert args[2:6] == (17, 64, 0.1, 30.0)
-    assert args[7] == 205 and args[8] == fx.log_times(17, 8) and args[9] == "tests"
-    assert args[10] == pytest.approx(1.75 * 0.001) and args[11] == pytest.approx(fx.slack(cfg))
-    assert kw == {"B": 0.3, "progress": False}
+    net, hist = fx.run(
+        cfg,
+        _Runtime(),
+        kind=kind,
+        steps=17,
+        tests="tests",
+        groups=groups,
+        B=0.3,
+        offset=5,
+        progress=False,
+    )
+    (got,) = calls["init"]
+    assert got == dict(S=2, C=C, m=128, d=32, sigma0=0.001, tau=1.75, g=105, device="meta")
+    (got,) = calls["train"]
+    assert got["net"] is net and hist == {"t": "history"}
+    assert got["dcfg"] == fx.data_config(cfg)
+    assert (got["steps"], got["N"], got["eta"], got["lam_b"]) == (17, 64, 0.1, 30.0)
+    assert got["g"] == 205 and got["log_times"] == fx.log_times(17, 8)
+    assert got["tests"] == "tests"
+    assert got["tau_sigma0"] == pytest.approx(1.75 * 0.001)
+    assert got["delta"] == pytest.approx(fx.slack(cfg))
+    assert got["B"] == 0.3 and got["progress"] is False
     if kind == "random" and groups is None:
         return  # no labels to draw: the output count is all that differs
     y = torch.tensor([[0, 1]])
     c = torch.tensor([[1, 3]])
     want = fx.labeller(kind, 4, groups)(y, c, torch.Generator().manual_seed(0))
-    assert torch.equal(args[6](y, c, torch.Generator().manual_seed(0)), want)
+    assert torch.equal(got["labels_of"](y, c, torch.Generator().manual_seed(0)), want)
 
 
 def test_run_with_a_net_and_the_defaults(cfg, monkeypatch):
     calls = _record(monkeypatch)
     given = SimpleNamespace(C=8)
-    net, _ = fx.run(cfg, _Runtime(), "fine", 9, "tests", net=given, n_logs=3)
+    net, _ = fx.run(cfg, _Runtime(), kind="fine", steps=9, tests="tests", net=given, n_logs=3)
     assert net is given and calls["init"] == []
-    ((args, kw),) = calls["train"]
-    assert args[7] == 200 and args[8] == fx.log_times(9, 3)
-    assert kw == {"B": None, "progress": True}
+    (got,) = calls["train"]
+    assert got["g"] == 200 and got["log_times"] == fx.log_times(9, 3)
+    assert got["B"] is None and got["progress"] is True
 
 
 def test_finetune_trains_on_coarse_labels_through_the_max(cfg, monkeypatch):
     calls = _record(monkeypatch)
     net = SimpleNamespace(C=6)
-    hist = fx.finetune(cfg, _Runtime(), net, 11, "tests", offset=2, progress=False)
+    hist = fx.finetune(cfg, _Runtime(), net=net, steps=11, tests="tests", offset=2, progress=False)
     assert hist == {"t": "history"}
-    ((args, kw),) = calls["train"]
-    assert args[0] is net and args[1] == fx.data_config(cfg)
-    assert args[2:6] == (11, 64, 0.1, 30.0)
-    assert args[7] == 302 and args[8] == fx.log_times(11, 8) and args[9] == "tests"
-    assert args[10] == pytest.approx(1.75 * 0.001) and args[11] == pytest.approx(fx.slack(cfg))
+    (got,) = calls["train"]
+    assert got["net"] is net and got["dcfg"] == fx.data_config(cfg)
+    assert (got["steps"], got["N"], got["eta"], got["lam_b"]) == (11, 64, 0.1, 30.0)
+    assert got["g"] == 302 and got["log_times"] == fx.log_times(11, 8)
+    assert got["tests"] == "tests"
+    assert got["tau_sigma0"] == pytest.approx(1.75 * 0.001)
+    assert got["delta"] == pytest.approx(fx.slack(cfg))
     y, c = torch.tensor([[0, 1]]), torch.tensor([[2, 3]])
-    assert torch.equal(args[6](y, c, None), fdata.coarse_labels(y, c, 4))
+    assert torch.equal(got["labels_of"](y, c, None), fdata.coarse_labels(y, c, 4))
     F = torch.arange(12.0).reshape(1, 2, 6) % 5
-    assert torch.equal(kw["scores_fn"](F), fmodel.aggregate(F, 3, "max"))
-    assert kw["progress"] is False
-    fx.finetune(cfg, _Runtime(), net, 11, "tests")
-    assert calls["train"][-1][0][7] == 300 and calls["train"][-1][1]["progress"] is True
+    assert torch.equal(got["scores_fn"](F), fmodel.aggregate(F, 3, "max"))
+    assert got["progress"] is False
+    fx.finetune(cfg, _Runtime(), net=net, steps=11, tests="tests")
+    assert calls["train"][-1]["g"] == 300 and calls["train"][-1]["progress"] is True
 
 
 def test_decide_above_and_within_boundaries(monkeypatch):
@@ -213,10 +235,20 @@ def test_active_counts_against_loops():
 
 def test_phase_grid_cells_and_seeds(cfg):
     rt = SimpleNamespace(device="cpu", generator=lambda s: torch.Generator().manual_seed(s))
-    net = fmodel.init(2, 2 * cfg.k, 8, cfg.d, cfg.sigma0, cfg.tau, torch.Generator().manual_seed(4))
-    net2 = fmodel.init(2, 2, 8, cfg.d, 0.05, cfg.tau, torch.Generator().manual_seed(5))
+    net = fmodel.init(
+        2,
+        2 * cfg.k,
+        m=8,
+        d=cfg.d,
+        sigma0=cfg.sigma0,
+        tau=cfg.tau,
+        g=torch.Generator().manual_seed(4),
+    )
+    net2 = fmodel.init(
+        2, 2, m=8, d=cfg.d, sigma0=0.05, tau=cfg.tau, g=torch.Generator().manual_seed(5)
+    )
     nets = {"fine": (net, "max"), "coarse": (net2, "max")}
-    out = fx.phase_grid(cfg, rt, nets, [0.2, 1.0], [1, 3], 8, offset=7)
+    out = fx.phase_grid(cfg, rt, nets=nets, alphas=[0.2, 1.0], s_daggers=[1, 3], n=8, offset=7)
     assert set(out) == {"fine", "coarse"} and out["fine"].shape == (2, 2, 2)
     for i, sd in enumerate([1, 3]):
         for j, a in enumerate([0.2, 1.0]):
@@ -258,15 +290,17 @@ def test_two_values_are_enough_to_decide(monkeypatch):
 
 def test_run_coarse_has_two_outputs_whatever_the_groups(cfg, monkeypatch):
     calls = _record(monkeypatch)
-    fx.run(cfg, _Runtime(), "coarse", 3, "tests", groups=3)
-    assert calls["init"][0][0][1] == 2
+    fx.run(cfg, _Runtime(), kind="coarse", steps=3, tests="tests", groups=3)
+    assert calls["init"][0]["C"] == 2
 
 
 def test_phase_grid_default_offset_and_other_aggregations(cfg):
     rt = SimpleNamespace(device="cpu", generator=lambda s: torch.Generator().manual_seed(s))
-    net = fmodel.init(2, 2 * cfg.k, 8, cfg.d, 0.05, cfg.tau, torch.Generator().manual_seed(4))
+    net = fmodel.init(
+        2, 2 * cfg.k, m=8, d=cfg.d, sigma0=0.05, tau=cfg.tau, g=torch.Generator().manual_seed(4)
+    )
     nets = {"sum": (net, "sum")}
-    out = fx.phase_grid(cfg, rt, nets, [0.5], [2], 8)
+    out = fx.phase_grid(cfg, rt, nets=nets, alphas=[0.5], s_daggers=[2], n=8)
     dcfg = fx.data_config(cfg, s_dagger=2, alpha_dagger=(0.4, 0.6))
     X, y, _ = fdata.sample(dcfg, 2, 8, True, rt.generator(400))
     acc = fmodel.accuracy(ftrain.coarse_scores(fmodel.forward(net, X), "sum"), y)

@@ -47,7 +47,7 @@ def test_phase_grid_evaluates_on_the_device(cfg, monkeypatch):
     monkeypatch.setattr(fmodel, "accuracy", accuracy)
     rt = SimpleNamespace(device="meta", generator=lambda s: torch.Generator().manual_seed(s))
     g = torch.Generator().manual_seed(4)
-    net = fmodel.init(2, 2 * cfg.k, 8, cfg.d, 0.05, cfg.tau, g, device="meta")
+    net = fmodel.init(2, 2 * cfg.k, m=8, d=cfg.d, sigma0=0.05, tau=cfg.tau, g=g, device="meta")
     with pytest.raises(_Stop):
-        fx.phase_grid(cfg, rt, {"sum": (net, "sum")}, [0.5], [2], 8)
+        fx.phase_grid(cfg, rt, nets={"sum": (net, "sum")}, alphas=[0.5], s_daggers=[2], n=8)
     assert seen == ["meta", "meta"]

@@ -96,7 +96,7 @@ def test_grouped_and_random_labels():
 
 # -- model ---------------------------------------------------------------------------------------
 def test_forward_is_eq_2_summed_over_patches():
-    net = fmodel.init(2, 3, 4, 5, 1.0, 0.3, g())
+    net = fmodel.init(2, 3, m=4, d=5, sigma0=1.0, tau=0.3, g=g())
     X = torch.randn(2, 6, 7, 5, generator=g(1))
     F = fmodel.forward(net, X, chunk=4)
     s, n, c = 1, 5, 2
@@ -141,7 +141,7 @@ def test_detectors_growth_response():
 # -- training -----------------------------------------------------------------------------------
 @pytest.mark.parametrize("agg", [None, "max"])
 def test_sgd_step_is_eq_16_and_18(agg):
-    net = fmodel.init(2, 4, 3, 6, 0.5, 0.1, g(3), dtype=torch.float64)
+    net = fmodel.init(2, 4, m=3, d=6, sigma0=0.5, tau=0.1, g=g(3), dtype=torch.float64)
     X = torch.randn(2, 5, 4, 6, generator=g(4), dtype=torch.float64)
     labels = torch.randint(2 if agg else 4, (2, 5), generator=g(5))
     W = net.W.clone().requires_grad_(True)
@@ -153,7 +153,7 @@ def test_sgd_step_is_eq_16_and_18(agg):
     eta, lam = 0.3, 7.0
     b_old = net.b.clone()
     fn = (lambda f: fmodel.aggregate(f, 2, "max")) if agg else None
-    ftrain.sgd_step(net, X, labels, eta, lam, fn)
+    ftrain.sgd_step(net, X, labels=labels, eta=eta, lam_b=lam, scores_fn=fn)
     want = W.detach() - eta / 4 * grad
     assert torch.allclose(net.W, want, atol=1e-12)
     dW = (want - W.detach()).norm(dim=-1)
@@ -173,7 +173,7 @@ def test_short_coarse_run_step_one_ratio_is_k():
     cfg = companions.preset("fine-labels-coarse", "smoke", device="cpu", steps=10, n_logs=4)
     rt = companions.setup("cpu", 0, dtype="float32")
     tests = fx.test_sets(fx.data_config(cfg), cfg.seeds, 32, rt.generator(1), rt.device)
-    net, h = fx.run(cfg, rt, "coarse", cfg.steps, tests)
+    net, h = fx.run(cfg, rt, kind="coarse", steps=cfg.steps, tests=tests)
     r = fx.common_fine_ratio(h["A"][1], cfg.k, 2)
     assert float(r.nanmean()) == pytest.approx(cfg.k, rel=0.01)
     assert h["t"].tolist()[:3] == [0, 1, 2]
@@ -184,7 +184,7 @@ def test_fine_run_records_t0():
     cfg = companions.preset("fine-labels-fine", "smoke", device="cpu")
     rt = companions.setup("cpu", 0, dtype="float32")
     tests = fx.test_sets(fx.data_config(cfg), cfg.seeds, 16, rt.generator(1), rt.device)
-    _, h = fx.run(cfg, rt, "fine", 20, tests, B=cfg.B, n_logs=2)
+    _, h = fx.run(cfg, rt, kind="fine", steps=20, tests=tests, B=cfg.B, n_logs=2)
     assert bool((h["T0"] > 0).all())
     assert not any(math.isnan(float(v)) for v in h["at_T0"]["easy"])
 
@@ -215,7 +215,9 @@ def test_feasibility_and_literal_counts():
 def test_small_closed_forms():
     assert fth.rho(8, 2, 0.4, 3) == pytest.approx(8 * 0.8 / 3)
     assert fth.fine_step_ratio(5, 0.1, 0.1) == pytest.approx(5 / 9)
-    assert fth.coarse_log_slope(0.1, 2, 10, 4, 8, 4, 10.0) == pytest.approx(0.1 * 4 * 6 * 0.9 / 20)
+    assert fth.coarse_log_slope(
+        0.1, 2, P=10, n_common=4, n_fine=8, k=4, lam_b=10.0
+    ) == pytest.approx(0.1 * 4 * 6 * 0.9 / 20)
     assert fth.paper_log_slope(0.1, 2, 10, 4) == pytest.approx(0.2 / 80)
     for n in (2, 10, 500):
         assert 0 <= fth.harmonic_remainder(n) <= 1 / (8 * n * n)
@@ -279,13 +281,15 @@ def test_presets_resolve_and_bad_values_are_named(chapter):
 def test_phase_grid_and_finetune_shapes():
     cfg = companions.preset("fine-labels-fine", "smoke", device="cpu", seeds=2, n_test=16)
     rt = companions.setup("cpu", 0, dtype="float32")
-    net = fmodel.init(2, 2 * cfg.k, 8, cfg.d, cfg.sigma0, cfg.tau, g())
-    out = fx.phase_grid(cfg, rt, {"fine": (net, "max")}, [0.1, 0.5], [1, 2], 16)
+    net = fmodel.init(2, 2 * cfg.k, m=8, d=cfg.d, sigma0=cfg.sigma0, tau=cfg.tau, g=g())
+    out = fx.phase_grid(
+        cfg, rt, nets={"fine": (net, "max")}, alphas=[0.1, 0.5], s_daggers=[1, 2], n=16
+    )
     assert out["fine"].shape == (2, 2, 2)
     assert ((out["fine"] >= 0) & (out["fine"] <= 1)).all()
     tests = fx.test_sets(fx.data_config(cfg), 2, 16, rt.generator(1), rt.device)
     W_before = net.W.clone()
-    h = fx.finetune(cfg, rt, net, 3, tests)
+    h = fx.finetune(cfg, rt, net=net, steps=3, tests=tests)
     assert h["t"].tolist()[-1] == 3 and not torch.equal(net.W, W_before)
 
 

@@ -31,22 +31,24 @@ def test_init_names_a_size_below_one(name):
 @pytest.mark.parametrize("sigma0", [0.0, -0.1])
 def test_init_rejects_a_non_positive_sigma0(sigma0):
     with pytest.raises(ValueError, match=f"'sigma0' = {sigma0} is not allowed: expected > 0"):
-        fmodel.init(1, 2, 2, 3, sigma0, 1.0, g())
+        fmodel.init(1, 2, m=2, d=3, sigma0=sigma0, tau=1.0, g=g())
 
 
 def test_init_is_app_b2_replayed():
-    net = fmodel.init(2, 3, 4, 5, 0.7, 1.5, g(3), dtype=F64)
+    net = fmodel.init(2, 3, m=4, d=5, sigma0=0.7, tau=1.5, g=g(3), dtype=F64)
     want = torch.randn(2, 12, 5, generator=g(3), dtype=F64) * 0.7  # w ~ N(0, sigma0^2 I)
     assert torch.equal(net.W, want)
     assert net.b.shape == (2, 12) and net.b.dtype == F64
     assert bool((net.b == -1.5 * 0.7).all())  # b = -tau sigma0
     assert (net.C, net.m) == (3, 4)
-    small = fmodel.init(1, 1, 1, 2, 1e-3, 1.0, g())  # a tiny positive sigma0 is allowed
+    small = fmodel.init(
+        1, 1, m=1, d=2, sigma0=1e-3, tau=1.0, g=g()
+    )  # a tiny positive sigma0 is allowed
     assert float(small.b[0, 0]) == pytest.approx(-1e-3)
 
 
 def test_clone_is_a_deep_copy():
-    net = fmodel.init(1, 2, 2, 3, 0.5, 1.0, g())
+    net = fmodel.init(1, 2, m=2, d=3, sigma0=0.5, tau=1.0, g=g())
     c = net.clone()
     assert (c.C, c.m) == (2, 2) and torch.equal(c.W, net.W) and torch.equal(c.b, net.b)
     c.W += 1.0
@@ -68,7 +70,7 @@ def forward_by_hand(net, X):
 
 @pytest.mark.parametrize("chunk", [1, 3, 7, 512])
 def test_forward_in_chunks_is_eq_2(chunk):
-    net = fmodel.init(2, 3, 2, 4, 1.0, 0.2, g(1), dtype=F64)
+    net = fmodel.init(2, 3, m=2, d=4, sigma0=1.0, tau=0.2, g=g(1), dtype=F64)
     X = torch.randn(2, 7, 3, 4, generator=g(2), dtype=F64)
     F = fmodel.forward(net, X, chunk=chunk)
     assert F.shape == (2, 7, 3)
@@ -80,7 +82,7 @@ def test_forward_in_chunks_is_eq_2(chunk):
 
 
 def test_a_dry_run_scores_the_first_chunk_and_seen_keeps_its_labels(monkeypatch):
-    net = fmodel.init(2, 3, 2, 4, 1.0, 0.2, g(1), dtype=F64)
+    net = fmodel.init(2, 3, m=2, d=4, sigma0=1.0, tau=0.2, g=g(1), dtype=F64)
     X = torch.randn(2, 7, 3, 4, generator=g(2), dtype=F64)
     y = torch.arange(14).reshape(2, 7)
     assert torch.equal(fmodel.seen(y, fmodel.forward(net, X, chunk=3)), y)

@@ -77,11 +77,11 @@ def test_update_spread_groups_by_output_not_across_outputs():
 def test_one_coarse_step_moves_singleton_detectors_together():
     dc = fdata.DataConfig(d=12, k=2, P=8, s_star=2, sigma_zeta=0.01)
     s0 = 1e-3
-    net = fmodel.init(2, 2, 200, 12, s0, 1.0, g(1), dtype=F64)
+    net = fmodel.init(2, 2, m=200, d=12, sigma0=s0, tau=1.0, g=g(1), dtype=F64)
     W0 = net.W.clone()
     single = fmodel.singleton_detectors(W0, torch.arange(6), 1.5 * s0, 0.5 * s0)
     X, y, _ = fdata.sample(dc, 2, 8, False, g(2), dtype=F64)
-    ftrain.sgd_step(net, X, y, 0.1, 30.0)
+    ftrain.sgd_step(net, X, labels=y, eta=0.1, lam_b=30.0)
     spread = fmodel.update_spread(net.W, W0, single, 2)
     assert bool(torch.isfinite(spread).all()) and float(spread.max()) < 1e-10
     # the coefficients of another output's neurons (repeat for repeat_interleave) break it
@@ -108,7 +108,7 @@ def test_a_short_coarse_run_keeps_its_singleton_detectors_together():
     cfg = companions.preset("fine-labels-coarse", "smoke", device="cpu", steps=12, n_logs=4)
     rt = companions.setup("cpu", 0, dtype="float32")
     tests = fx.test_sets(fx.data_config(cfg), cfg.seeds, 16, rt.generator(1), rt.device)
-    _, h = fx.run(cfg, rt, "coarse", cfg.steps, tests)
+    _, h = fx.run(cfg, rt, kind="coarse", steps=cfg.steps, tests=tests)
     spread = h["spread"]
     assert h["spread"].shape == (len(h["t"]), cfg.seeds)
     assert bool(torch.isfinite(spread[1:]).any()) and float(spread[1:].nan_to_num(0).max()) < 1e-5
@@ -123,7 +123,21 @@ def test_T0_is_reached_by_an_output_other_than_the_samples_label():
     X, y, _ = fdata.sample(dc, 1, 4, False, g(3), dtype=F64)
     tests = {"easy": (X, y)}
     fine = fx.labeller("fine", 2)
-    h = ftrain.train(net, dc, 2, 4, 1e-9, 10.0, fine, g(4), [0], tests, 0.5, 0.1, B=1.5)
+    h = ftrain.train(
+        net,
+        dc,
+        steps=2,
+        N=4,
+        eta=1e-9,
+        lam_b=10.0,
+        labels_of=fine,
+        g=g(4),
+        log_times=[0],
+        tests=tests,
+        tau_sigma0=0.5,
+        delta=0.1,
+        B=1.5,
+    )
     assert h["T0"].tolist() == [0]  # F_(+,0) = 2 on a '-' sample at t = 0; its own outputs are 0
 
 
@@ -159,13 +173,16 @@ def test_feature_noise_onset_by_hand():
 
 def test_early_window_growth_by_hand():
     # s* (w0 - tau + A/k) = s_dag (alpha (w0 + A) - tau - A/lam) at A = 3.22 / 0.35833...
-    got = fth.early_window_growth(2.26, 1.75, 0.4, 30.0, 3, 2, 8)
+    got = fth.early_window_growth(2.26, 1.75, alpha=0.4, lam_b=30.0, s_star=3, s_dagger=2, k=8)
     want = (3 * 0.51 + 2 * (1.75 - 0.4 * 2.26)) / (2 * (0.4 - 1 / 30) - 3 / 8)
     assert got == pytest.approx(want, rel=1e-12)
     lhs = 3 * (2.26 - 1.75 + got / 8)
     rhs = 2 * (0.4 * (2.26 + got) - 1.75 - got / 30)
     assert lhs == pytest.approx(rhs, rel=1e-12)
-    assert fth.early_window_growth(2.26, 1.75, 0.1, 30.0, 3, 2, 8) == math.inf  # rho < 1: never
+    assert (
+        fth.early_window_growth(2.26, 1.75, alpha=0.1, lam_b=30.0, s_star=3, s_dagger=2, k=8)
+        == math.inf
+    )  # rho < 1: never
 
 
 # -- per-seed statistics --------------------------------------------------------------------------

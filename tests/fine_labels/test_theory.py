@@ -63,9 +63,9 @@ def test_expected_detectors_and_width():
 
 
 def test_slopes_at_s_star_not_two():
-    assert fth.coarse_log_slope(0.1, 3.0, 4, 2, 6, 3, 2.0) == pytest.approx(
-        0.1 * 9 * (2 + 2) * 0.5 / 8, rel=1e-15
-    )
+    assert fth.coarse_log_slope(
+        0.1, 3.0, P=4, n_common=2, n_fine=6, k=3, lam_b=2.0
+    ) == pytest.approx(0.1 * 9 * (2 + 2) * 0.5 / 8, rel=1e-15)
     assert fth.t0_scale(3, 4, 0.1, 3.0, 5) == pytest.approx(12 / (0.1 * 9 * 5), rel=1e-15)
 
 

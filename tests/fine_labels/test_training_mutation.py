@@ -43,21 +43,26 @@ def test_label_dL_dF_is_softmax_minus_onehot_over_N():
 
 @pytest.mark.parametrize("eta, lam", [(0.0, 1.0), (-0.1, 1.0), (0.1, 0.0), (0.1, -2.0)])
 def test_sgd_step_rejects_non_positive_rates(eta, lam):
-    net = fmodel.init(1, 2, 2, 8, 0.5, 0.1, g())
+    net = fmodel.init(1, 2, m=2, d=8, sigma0=0.5, tau=0.1, g=g())
     X = torch.randn(1, 2, 6, 8, generator=g(1))
     with pytest.raises(ValueError, match="'eta' = .* and 'lam_b' = .* must be positive"):
-        ftrain.sgd_step(net, X, torch.tensor([[0, 1]]), eta, lam)
+        ftrain.sgd_step(net, X, labels=torch.tensor([[0, 1]]), eta=eta, lam_b=lam)
 
 
 def test_sgd_step_returns_F_before_the_step_and_calls_before_update_first():
-    net = fmodel.init(2, 4, 3, 8, 0.5, 0.1, g(2), dtype=F64)
+    net = fmodel.init(2, 4, m=3, d=8, sigma0=0.5, tau=0.1, g=g(2), dtype=F64)
     X = torch.randn(2, 4, 6, 8, generator=g(3), dtype=F64)
     lab = torch.tensor([[0, 1, 2, 3], [3, 2, 1, 0]])
     W_old = net.W.clone()
     want = fmodel.forward(net, X)  # eq. (176) at the old weights
     seen = []
     ftrain_F = ftrain.sgd_step(
-        net, X, lab, 0.5, 2.0, before_update=lambda F: seen.append((F.clone(), net.W.clone()))
+        net,
+        X,
+        labels=lab,
+        eta=0.5,
+        lam_b=2.0,
+        before_update=lambda F: seen.append((F.clone(), net.W.clone())),
     )
     assert torch.allclose(ftrain_F, want, atol=1e-12)
     assert len(seen) == 1
@@ -108,7 +113,7 @@ def test_coarse_scores_default_is_the_max():
 
 
 def test_evaluate_reads_each_set_through_how():
-    net = fmodel.init(2, 4, 2, 8, 0.7, 0.1, g(4))
+    net = fmodel.init(2, 4, m=2, d=8, sigma0=0.7, tau=0.1, g=g(4))
     tests = {}
     for i, name in enumerate(("easy", "hard")):
         X, y, _ = fdata.sample(DC, 2, 8, name == "hard", g(10 + i))
@@ -131,7 +136,7 @@ def test_evaluate_reads_each_set_through_how():
 
 # -- train: arguments and one log at t = 0 ---------------------------------------------------------
 def small_net(C, seed=0, dtype=F64, m=3):
-    return fmodel.init(2, C, m, DC.d, 0.6, 0.5, g(seed), dtype=dtype)
+    return fmodel.init(2, C, m=m, d=DC.d, sigma0=0.6, tau=0.5, g=g(seed), dtype=dtype)
 
 
 def make_tests(seed=20, n=8, dtype=F64):
@@ -145,14 +150,38 @@ def make_tests(seed=20, n=8, dtype=F64):
 @pytest.mark.parametrize("steps, N", [(-1, 4), (3, 0)])
 def test_train_rejects_bad_steps_and_N(steps, N):
     with pytest.raises(ValueError, match="'steps' = .* and 'N' = .* must be >= 0 and >= 1"):
-        ftrain.train(small_net(2), DC, steps, N, 0.1, 1.0, coarse, g(), [0], make_tests(), 0.3, 0.1)
+        ftrain.train(
+            small_net(2),
+            DC,
+            steps=steps,
+            N=N,
+            eta=0.1,
+            lam_b=1.0,
+            labels_of=coarse,
+            g=g(),
+            log_times=[0],
+            tests=make_tests(),
+            tau_sigma0=0.3,
+            delta=0.1,
+        )
 
 
 @pytest.mark.parametrize("log_times", [[], [-1, 4], [5]])
 def test_train_names_log_times_without_a_time_in_range(log_times):
     with pytest.raises(ValueError) as err:
         ftrain.train(
-            small_net(2), DC, 3, 2, 0.1, 1.0, coarse, g(), log_times, make_tests(), 0.3, 0.1
+            small_net(2),
+            DC,
+            steps=3,
+            N=2,
+            eta=0.1,
+            lam_b=1.0,
+            labels_of=coarse,
+            g=g(),
+            log_times=log_times,
+            tests=make_tests(),
+            tau_sigma0=0.3,
+            delta=0.1,
         )
     assert str(err.value) == (
         f"parameter 'log_times' = {log_times!r} has no time in [0, steps = 3]: "
@@ -162,13 +191,37 @@ def test_train_names_log_times_without_a_time_in_range(log_times):
 
 def test_train_logs_only_the_times_in_range_each_once():
     h = ftrain.train(
-        small_net(2), DC, 2, 4, 0.1, 1.0, coarse, g(), (3, 2, -1, 2), make_tests(), 0.3, 0.1
+        small_net(2),
+        DC,
+        steps=2,
+        N=4,
+        eta=0.1,
+        lam_b=1.0,
+        labels_of=coarse,
+        g=g(),
+        log_times=(3, 2, -1, 2),
+        tests=make_tests(),
+        tau_sigma0=0.3,
+        delta=0.1,
     )
     assert h["t"].tolist() == [2]
 
 
 def test_train_accepts_zero_steps_and_one_sample():
-    h = ftrain.train(small_net(2), DC, 0, 1, 0.1, 1.0, coarse, g(), [0], make_tests(), 0.3, 0.1)
+    h = ftrain.train(
+        small_net(2),
+        DC,
+        steps=0,
+        N=1,
+        eta=0.1,
+        lam_b=1.0,
+        labels_of=coarse,
+        g=g(),
+        log_times=[0],
+        tests=make_tests(),
+        tau_sigma0=0.3,
+        delta=0.1,
+    )
     assert h["t"].tolist() == [0]
 
 
@@ -243,16 +296,16 @@ def test_train_log_at_t0_matches_a_hand_computation(C, how, with_scores_fn):
     h = ftrain.train(
         net,
         DC,
-        0,
-        4,
-        0.1,
-        1.0,
-        coarse,
-        g(7),
-        [0, 3, -1],
-        tests,
-        tau_sigma0,
-        delta,
+        steps=0,
+        N=4,
+        eta=0.1,
+        lam_b=1.0,
+        labels_of=coarse,
+        g=g(7),
+        log_times=[0, 3, -1],
+        tests=tests,
+        tau_sigma0=tau_sigma0,
+        delta=delta,
         scores_fn=sfn,
         how=how,
         W0=W0,
@@ -286,7 +339,21 @@ def test_train_log_defaults_W0_b0_to_the_start():
     net = small_net(2, seed=8)
     W, b = net.W.clone(), net.b.clone()
     tests = make_tests()
-    h = ftrain.train(net, DC, 0, 4, 0.1, 1.0, coarse, g(9), [0], tests, 0.3, 0.2, n_noise=5)
+    h = ftrain.train(
+        net,
+        DC,
+        steps=0,
+        N=4,
+        eta=0.1,
+        lam_b=1.0,
+        labels_of=coarse,
+        g=g(9),
+        log_times=[0],
+        tests=tests,
+        tau_sigma0=0.3,
+        delta=0.2,
+        n_noise=5,
+    )
     assert torch.equal(h["W0"], W) and torch.equal(h["b0"], b)
     assert h["W0"] is not net.W and h["b0"] is not net.b  # copies, not the trained tensors
     zeta = torch.randn(2, 5, DC.d, generator=g(9), dtype=F64) * DC.sigma_zeta
@@ -299,7 +366,21 @@ def test_train_log_defaults_W0_b0_to_the_start():
 def test_train_offdiag_is_empty_for_grouped_models():
     net = small_net(6, seed=8, m=2)  # k = 2 but 6 outputs: neither coarse (2) nor fine (2k)
     tests = make_tests()
-    h = ftrain.train(net, DC, 0, 6, 0.1, 1.0, coarse, g(9), [0], tests, 0.3, 0.2, n_noise=5)
+    h = ftrain.train(
+        net,
+        DC,
+        steps=0,
+        N=6,
+        eta=0.1,
+        lam_b=1.0,
+        labels_of=coarse,
+        g=g(9),
+        log_times=[0],
+        tests=tests,
+        tau_sigma0=0.3,
+        delta=0.2,
+        n_noise=5,
+    )
     assert h["offdiag"][0].tolist() == [-math.inf, -math.inf]
 
 
@@ -341,7 +422,7 @@ def replay(
                     T0[s] = t
                     acc = ftrain.evaluate(net, tests, how)
                     at[s] = {k: float(v[s]) for k, v in acc.items()}
-        ftrain.sgd_step(net, X, lab, eta, lam, scores_fn)
+        ftrain.sgd_step(net, X, labels=lab, eta=eta, lam_b=lam, scores_fn=scores_fn)
     return net, snaps, T0, at, bests
 
 
@@ -350,7 +431,20 @@ def test_a_dry_run_takes_the_first_step_with_its_log(monkeypatch):
     labels_of = fx.labeller("random", K, 2)
     net = small_net(4, seed=11)
     start = net.clone()
-    h = ftrain.train(net, DC, 3, 4, 0.4, 3.0, labels_of, g(12), [0, 1, 3], make_tests(), 0.3, 0.2)
+    h = ftrain.train(
+        net,
+        DC,
+        steps=3,
+        N=4,
+        eta=0.4,
+        lam_b=3.0,
+        labels_of=labels_of,
+        g=g(12),
+        log_times=[0, 1, 3],
+        tests=make_tests(),
+        tau_sigma0=0.3,
+        delta=0.2,
+    )
     end, _, _, _, _ = replay(start, 1, 4, 0.4, 3.0, labels_of, 12, [0], 256)
     assert h["t"].tolist() == [0]
     assert torch.allclose(net.W, end.W, atol=1e-12) and torch.allclose(net.b, end.b, atol=1e-12)
@@ -363,16 +457,16 @@ def test_train_loop_is_a_replay_of_sgd_steps():
     h = ftrain.train(
         net,
         DC,
-        3,
-        4,
-        0.4,
-        3.0,
-        labels_of,
-        g(12),
-        [5, 1, 1, -1, 3, 0],
-        make_tests(),
-        0.3,
-        0.2,
+        steps=3,
+        N=4,
+        eta=0.4,
+        lam_b=3.0,
+        labels_of=labels_of,
+        g=g(12),
+        log_times=[5, 1, 1, -1, 3, 0],
+        tests=make_tests(),
+        tau_sigma0=0.3,
+        delta=0.2,
         n_noise=7,
         progress=False,
     )
@@ -403,7 +497,21 @@ def test_train_records_T0_as_the_first_crossing():
     net = small_net(2, seed=13)
     tests = make_tests()
     # B below every score: both seeds cross at t = 0, and later crossings never move T0
-    h = ftrain.train(net.clone(), DC, 3, 4, 0.4, 3.0, coarse, g(14), [0], tests, 0.3, 0.2, B=-1.0)
+    h = ftrain.train(
+        net.clone(),
+        DC,
+        steps=3,
+        N=4,
+        eta=0.4,
+        lam_b=3.0,
+        labels_of=coarse,
+        g=g(14),
+        log_times=[0],
+        tests=tests,
+        tau_sigma0=0.3,
+        delta=0.2,
+        B=-1.0,
+    )
     assert h["T0"].tolist() == [0, 0]
     start_acc = ftrain.evaluate(net, tests)
     for name in tests:
@@ -415,14 +523,42 @@ def test_train_records_T0_as_the_first_crossing():
     B = (bests[0][0] + max(b[0] for b in bests[1:])) / 2  # seed 0 crosses after its first step
     assert B > bests[0][0]
     _, _, T0, at, _ = replay(*args, B=B, tests=tests)
-    h = ftrain.train(net.clone(), DC, 6, 4, 2.0, 1e3, coarse, g(14), [0], tests, 0.3, 0.2, B=B)
+    h = ftrain.train(
+        net.clone(),
+        DC,
+        steps=6,
+        N=4,
+        eta=2.0,
+        lam_b=1e3,
+        labels_of=coarse,
+        g=g(14),
+        log_times=[0],
+        tests=tests,
+        tau_sigma0=0.3,
+        delta=0.2,
+        B=B,
+    )
     assert h["T0"].tolist() == T0
     assert T0[0] > 0, T0  # the crossing is not at the start
     # B equal to seed 0's best score over the run: crossing means F_y >= B (Definition G.2)
     B = max(b[0] for b in bests)
     _, _, T0, _, _ = replay(*args, B=B, tests=tests)
     assert T0[0] == [b[0] for b in bests].index(B)
-    h = ftrain.train(net.clone(), DC, 6, 4, 2.0, 1e3, coarse, g(14), [0], tests, 0.3, 0.2, B=B)
+    h = ftrain.train(
+        net.clone(),
+        DC,
+        steps=6,
+        N=4,
+        eta=2.0,
+        lam_b=1e3,
+        labels_of=coarse,
+        g=g(14),
+        log_times=[0],
+        tests=tests,
+        tau_sigma0=0.3,
+        delta=0.2,
+        B=B,
+    )
     assert h["T0"].tolist() == T0
     for s in range(2):
         for name in tests:
@@ -444,23 +580,36 @@ def test_train_fine_tuning_steps_through_scores_fn_and_reads_T0_through_how():
     h = ftrain.train(
         trained,
         DC,
-        4,
-        4,
-        2.0,
-        1e3,
-        coarse,
-        g(16),
-        [0],
-        tests,
-        0.3,
-        0.2,
+        steps=4,
+        N=4,
+        eta=2.0,
+        lam_b=1e3,
+        labels_of=coarse,
+        g=g(16),
+        log_times=[0],
+        tests=tests,
+        tau_sigma0=0.3,
+        delta=0.2,
         B=B,
         scores_fn=sfn,
         how="sum",
     )
     assert torch.allclose(trained.W, end.W, atol=1e-12)
     plain = net.clone()  # the same steps without scores_fn train the four outputs directly
-    ftrain.train(plain, DC, 4, 4, 2.0, 1e3, coarse, g(16), [0], tests, 0.3, 0.2)
+    ftrain.train(
+        plain,
+        DC,
+        steps=4,
+        N=4,
+        eta=2.0,
+        lam_b=1e3,
+        labels_of=coarse,
+        g=g(16),
+        log_times=[0],
+        tests=tests,
+        tau_sigma0=0.3,
+        delta=0.2,
+    )
     assert not torch.allclose(plain.W, end.W)
     assert h["T0"].tolist() == T0 and T0[0] >= 0
     for name in tests:
@@ -479,7 +628,20 @@ def test_train_reads_accuracies_at_T0_through_how():
     for how, want in (("max", 0.5), ("sum", 0.0)):
         net = fmodel.Net(W.clone(), torch.zeros(2, 4, dtype=F64), 4, 1)
         h = ftrain.train(
-            net, DC, 1, 4, 0.1, 1.0, coarse, g(17), [0], tests, 0.3, 0.2, B=-1.0, how=how
+            net,
+            DC,
+            steps=1,
+            N=4,
+            eta=0.1,
+            lam_b=1.0,
+            labels_of=coarse,
+            g=g(17),
+            log_times=[0],
+            tests=tests,
+            tau_sigma0=0.3,
+            delta=0.2,
+            B=-1.0,
+            how=how,
         )
         assert h["T0"].tolist() == [0, 0]
         assert h["at_T0"]["easy"].tolist() == [want, want]

@@ -51,7 +51,9 @@ def _brute_margin(U, W, p):
 
 
 def test_single_neuron_ascent_with_no_step_returns_the_unit_start_and_its_margin():
-    U, W, v = fasc.single_neuron_ascent(5, 2, 3, 0, torch.Generator().manual_seed(7))
+    U, W, v = fasc.single_neuron_ascent(
+        5, 2, starts=3, steps=0, generator=torch.Generator().manual_seed(7)
+    )
     U0, W0 = fasc.random_unit_neurons(3, 5, 2, torch.Generator().manual_seed(7))
     assert torch.allclose(U, U0, atol=1e-15) and torch.allclose(W, W0, atol=1e-15)
     assert torch.allclose(v, _brute_margin(U0, W0, 5), atol=1e-14)
@@ -61,7 +63,9 @@ def test_single_neuron_ascent_with_no_step_returns_the_unit_start_and_its_margin
 def test_one_ascent_step_is_adams_first_step(lr):
     p, k, starts = 5, 2, 3
     kw = {} if lr is None else {"lr": lr}
-    U1, W1, v = fasc.single_neuron_ascent(p, k, starts, 1, torch.Generator().manual_seed(3), **kw)
+    U1, W1, v = fasc.single_neuron_ascent(
+        p, k, starts=starts, steps=1, generator=torch.Generator().manual_seed(3), **kw
+    )
     lr = 0.02 if lr is None else lr  # the default, pinned by the signature
     U0, W0 = fasc.random_unit_neurons(starts, p, k, torch.Generator().manual_seed(3))
     U0, W0 = U0.clone().requires_grad_(True), W0.clone().requires_grad_(True)
@@ -80,13 +84,15 @@ def test_one_ascent_step_is_adams_first_step(lr):
 
 def test_ascent_raises_the_margin_of_every_start():
     U0, W0 = fasc.random_unit_neurons(4, 5, 2, torch.Generator().manual_seed(5))
-    _, _, v = fasc.single_neuron_ascent(5, 2, 4, 30, torch.Generator().manual_seed(5))
+    _, _, v = fasc.single_neuron_ascent(
+        5, 2, starts=4, steps=30, generator=torch.Generator().manual_seed(5)
+    )
     assert bool((v > _brute_margin(U0, W0, 5) + 1e-4).all())
 
 
 def test_ascent_in_float32():
     U, W, v = fasc.single_neuron_ascent(
-        5, 2, 2, 2, torch.Generator().manual_seed(5), dtype=torch.float32
+        5, 2, starts=2, steps=2, generator=torch.Generator().manual_seed(5), dtype=torch.float32
     )
     assert U.dtype == W.dtype == v.dtype == torch.float32 and U.device.type == "cpu"
 
@@ -208,7 +214,7 @@ def test_neurons_ascent_and_report_stay_on_the_gpu():
     g = torch.Generator().manual_seed(0)
     U, W = fasc.random_unit_neurons(2, 5, 2, g, device="cuda")
     assert U.device.type == W.device.type == "cuda"
-    U, W, v = fasc.single_neuron_ascent(5, 2, 2, 1, g, device="cuda")
+    U, W, v = fasc.single_neuron_ascent(5, 2, starts=2, steps=1, generator=g, device="cuda")
     assert U.device.type == W.device.type == v.device.type == "cuda"
     rep = fasc.construction_report(5, 2, device="cuda", chunk=7)  # the inputs, arange, zetas
     assert rep["rel_gap"] < 1e-12 and rep["accuracy"] == 1.0 and rep["cosine_gap"] < 1e-12

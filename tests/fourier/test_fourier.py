@@ -156,7 +156,9 @@ def test_eta_non_multilinear_terms_are_constant_not_zero():
 
 
 def test_single_neuron_ascent_reaches_gamma_star():
-    U, W, v = fasc.single_neuron_ascent(5, 2, 4, 800, torch.Generator().manual_seed(4))
+    U, W, v = fasc.single_neuron_ascent(
+        5, 2, starts=4, steps=800, generator=torch.Generator().manual_seed(4)
+    )
     assert float(v.max()) <= fnet.gamma_star(5, 2) * (1 + 1e-12)
     assert float(v.max()) > fnet.gamma_star(5, 2) * (1 - 1e-6)
 
@@ -173,7 +175,16 @@ def test_bad_parameters_are_named():
 def test_masked_neurons_stay_zero_and_runs_are_independent():
     g = torch.Generator().manual_seed(5)
     run = ftr.train(
-        5, 2, [3, 8], 30, 0.05, g, lam=1e-3, log_every=10, dtype=torch.float64, progress=False
+        5,
+        2,
+        widths=[3, 8],
+        steps=30,
+        lr=0.05,
+        generator=g,
+        lam=1e-3,
+        log_every=10,
+        dtype=torch.float64,
+        progress=False,
     )
     assert torch.all(run.U[0, 3:] == 0) and torch.all(run.W[0, 3:] == 0)
     assert bool((run.U[1, 3:] != 0).any())
@@ -200,7 +211,9 @@ def test_a_dry_run_logs_over_the_first_chunk_of_d_p(monkeypatch):
     # p = 17, k = 3: 4913 inputs, two chunks of the log; one step, logged before it
     kw = dict(lam=1e-3, log_every=1, dtype=torch.float64, progress=False, train_fraction=0.5)
     monkeypatch.setenv("COMPANIONS_DRY_RUN", "1")
-    run = ftr.train(17, 3, [4], 5, 0.05, torch.Generator().manual_seed(8), **kw)
+    run = ftr.train(
+        17, 3, widths=[4], steps=5, lr=0.05, generator=torch.Generator().manual_seed(8), **kw
+    )
     assert run.steps == [0, 5]  # one step run, logged before it and at the (planned) end
     a, y = fnet.dataset(17, 3)
     logits = fnet.forward(run.U0, run.W0, a[:4096])[0]
@@ -212,16 +225,25 @@ def test_a_dry_run_logs_over_the_first_chunk_of_d_p(monkeypatch):
 
 def test_train_fraction_trains_on_its_part_only_and_logs_the_rest():
     kw = dict(lam=1e-3, log_every=10, dtype=torch.float64, progress=False)
-    whole = ftr.train(5, 2, [6], 20, 0.05, torch.Generator().manual_seed(8), **kw)
+    whole = ftr.train(
+        5, 2, widths=[6], steps=20, lr=0.05, generator=torch.Generator().manual_seed(8), **kw
+    )
     half = ftr.train(
-        5, 2, [6], 20, 0.05, torch.Generator().manual_seed(8), train_fraction=0.5, **kw
+        5,
+        2,
+        widths=[6],
+        steps=20,
+        lr=0.05,
+        generator=torch.Generator().manual_seed(8),
+        train_fraction=0.5,
+        **kw,
     )
     assert whole.test_accuracy is None and half.test_accuracy.shape == half.accuracy.shape
     assert torch.equal(half.U0, whole.U0), "the split is drawn after the initialisation"
     # the same split, drawn as train() draws it, and Adam on that half only (no warmup, cosine
     # over the last 20 % of the steps)
     g = torch.Generator().manual_seed(8)
-    ftr.init_network(1, 6, 5, 2, g)
+    ftr.init_network(1, 6, p=5, k=2, generator=g)
     order = torch.randperm(25, generator=g)
     a, y = fnet.dataset(5, 2)
     tr, te = order[:12].sort().values, order[12:].sort().values
@@ -246,17 +268,26 @@ def test_train_fraction_trains_on_its_part_only_and_logs_the_rest():
     assert float(half.accuracy[-1, 0]) == pytest.approx(float(hits.mean()), abs=1e-12)
     for bad in (0.0, 1.5, 0.01):
         with pytest.raises(ValueError, match="train_fraction"):
-            ftr.train(5, 2, [6], 2, 0.05, torch.Generator(), train_fraction=bad, progress=False)
+            ftr.train(
+                5,
+                2,
+                widths=[6],
+                steps=2,
+                lr=0.05,
+                generator=torch.Generator(),
+                train_fraction=bad,
+                progress=False,
+            )
 
 
 def test_training_improves_margin_and_never_exceeds_gamma_star():
     run = ftr.train(
         5,
         2,
-        [16],
-        1500,
-        0.1,
-        torch.Generator().manual_seed(6),
+        widths=[16],
+        steps=1500,
+        lr=0.1,
+        generator=torch.Generator().manual_seed(6),
         lam=1e-3,
         log_every=100,
         progress=False,
@@ -271,10 +302,10 @@ def test_adamw_and_bad_regularizer():
     run = ftr.train(
         5,
         2,
-        [8],
-        20,
-        0.01,
-        torch.Generator().manual_seed(7),
+        widths=[8],
+        steps=20,
+        lr=0.01,
+        generator=torch.Generator().manual_seed(7),
         regularizer="adamw",
         weight_decay=0.1,
         log_every=10,
@@ -282,7 +313,16 @@ def test_adamw_and_bad_regularizer():
     )
     assert run.rho.shape == (3, 1)
     with pytest.raises(ValueError, match="regularizer"):
-        ftr.train(5, 2, [8], 2, 0.01, torch.Generator(), regularizer="l1", progress=False)
+        ftr.train(
+            5,
+            2,
+            widths=[8],
+            steps=2,
+            lr=0.01,
+            generator=torch.Generator(),
+            regularizer="l1",
+            progress=False,
+        )
 
 
 def test_training_chapter_parameters():
@@ -328,9 +368,18 @@ def test_float32_training_logs_in_float64_and_tracks_float64_training():
     """Float32 training returns float64 parameters and logs, and follows the float64 run closely
     over a short run (same initialization)."""
     kw = dict(lam=1e-3, log_every=10, progress=False)
-    r32 = ftr.train(5, 2, [8], 40, 0.05, torch.Generator().manual_seed(3), **kw)
+    r32 = ftr.train(
+        5, 2, widths=[8], steps=40, lr=0.05, generator=torch.Generator().manual_seed(3), **kw
+    )
     r64 = ftr.train(
-        5, 2, [8], 40, 0.05, torch.Generator().manual_seed(3), dtype=torch.float64, **kw
+        5,
+        2,
+        widths=[8],
+        steps=40,
+        lr=0.05,
+        generator=torch.Generator().manual_seed(3),
+        dtype=torch.float64,
+        **kw,
     )
     assert r32.U.dtype == r32.rho.dtype == torch.float64
     assert torch.allclose(r32.U0, r64.U0, atol=1e-6)
@@ -351,7 +400,7 @@ def test_neuron_count_table_multiplies_terms_by_half_sign_vectors():
 def test_diagonal_dft_ratio_is_one_at_the_construction_and_not_at_random():
     con = fcon.construction(5, 2)
     assert fdiag.diagonal_dft_ratio(con.U, con.W, 5) == pytest.approx(1.0, abs=1e-12)
-    U, W = ftr.init_network(1, 8, 5, 2, torch.Generator().manual_seed(0))
+    U, W = ftr.init_network(1, 8, p=5, k=2, generator=torch.Generator().manual_seed(0))
     assert fdiag.diagonal_dft_ratio(U[0], W[0], 5) < 0.9
     flipped = fdiag.diagonal_dft_ratio(con.U, -con.W, 5)
     assert flipped == pytest.approx(-1.0, abs=1e-12)

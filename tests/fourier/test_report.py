@@ -16,9 +16,17 @@ def _rows(table: str) -> list[str]:
 def test_diagnostics_and_adamw_tables_have_a_row_per_seed_and_fit_the_page():
     p, k, seeds = 23, 2, 6  # 11 frequencies: the widest per-frequency column of the presets
     run = ftr.train(
-        p, k, [16] * seeds, 3, 0.05, torch.Generator().manual_seed(0), regularizer="adamw",
-        log_every=2, train_fraction=0.5, progress=False,
-    )  # fmt: skip
+        p,
+        k,
+        widths=[16] * seeds,
+        steps=3,
+        lr=0.05,
+        generator=torch.Generator().manual_seed(0),
+        regularizer="adamw",
+        log_every=2,
+        train_fraction=0.5,
+        progress=False,
+    )
     init = [ftr.diagnostics(run.U0[i], run.W0[i]) for i in range(seeds)]
     trained = [ftr.diagnostics(run.U[i], run.W[i]) for i in range(seeds)]
     for table in (

@@ -103,7 +103,9 @@ def _reference(
 
 
 def test_init_network_draws_u_then_w_in_float64_and_masks_by_width():
-    U, W = ftr.init_network(2, 4, 5, 3, torch.Generator().manual_seed(1), widths=[2, 4])
+    U, W = ftr.init_network(
+        2, 4, p=5, k=3, generator=torch.Generator().manual_seed(1), widths=[2, 4]
+    )
     Ue, We, _ = _draws(1, 2, 4, 5, 3, [2, 4])
     assert U.dtype == W.dtype == F64
     assert torch.equal(U, Ue) and torch.equal(W, We)
@@ -112,7 +114,7 @@ def test_init_network_draws_u_then_w_in_float64_and_masks_by_width():
 
 def test_init_network_casts_the_float64_draws_to_the_training_dtype():
     g = torch.Generator().manual_seed(2)
-    U, W = ftr.init_network(1, 3, 7, 2, g, dtype=torch.float32)
+    U, W = ftr.init_network(1, 3, p=7, k=2, generator=g, dtype=torch.float32)
     Ue, We, _ = _draws(2, 1, 3, 7, 2, [3])
     assert U.dtype == W.dtype == torch.float32
     assert torch.equal(U, Ue.float()) and torch.equal(W, We.float())
@@ -120,7 +122,9 @@ def test_init_network_casts_the_float64_draws_to_the_training_dtype():
 
 def test_init_network_places_both_tensors_on_the_device_asked():
     # the meta device stands in for an accelerator: a tensor left on the CPU shows
-    U, W = ftr.init_network(2, 3, 5, 2, torch.Generator().manual_seed(0), [2, 3], device="meta")
+    U, W = ftr.init_network(
+        2, 3, p=5, k=2, generator=torch.Generator().manual_seed(0), widths=[2, 3], device="meta"
+    )
     assert U.device.type == W.device.type == "meta"
     assert U.shape == (2, 3, 2, 5) and W.shape == (2, 3, 5)
 
@@ -133,9 +137,16 @@ def test_default_objective_with_minibatches_matches_adam_on_the_penalised_loss()
     minibatches of 7 drawn from the generator after the initialisation."""
     p, k, widths, steps, lr = 5, 2, (3, 2), 6, 0.05
     run = ftr.train(
-        p, k, widths, steps, lr, torch.Generator().manual_seed(4), batch=7, dtype=F64,
+        p,
+        k,
+        widths=widths,
+        steps=steps,
+        lr=lr,
+        generator=torch.Generator().manual_seed(4),
+        batch=7,
+        dtype=F64,
         progress=False,
-    )  # fmt: skip
+    )
     U0, W0, g = _draws(4, 2, 3, p, k, widths)
     assert torch.equal(run.U0, U0) and torch.equal(run.W0, W0)
     U, W, _ = _reference(U0, W0, p, k, steps, lr, g, batch=7)
@@ -151,9 +162,17 @@ def test_l22_objective_matches_adam_on_cross_entropy_plus_squared_norm():
     # wrong axis cannot broadcast back to one value a run
     p, k, widths, steps, lr, lam = 5, 2, [4, 2, 1], 5, 0.05, 0.05
     run = ftr.train(
-        p, k, widths, steps, lr, torch.Generator().manual_seed(5), regularizer="l22", lam=lam,
-        dtype=F64, progress=False,
-    )  # fmt: skip
+        p,
+        k,
+        widths=widths,
+        steps=steps,
+        lr=lr,
+        generator=torch.Generator().manual_seed(5),
+        regularizer="l22",
+        lam=lam,
+        dtype=F64,
+        progress=False,
+    )
     U0, W0, _ = _draws(5, 3, 4, p, k, widths)
     U, W, _ = _reference(U0, W0, p, k, steps, lr, objective="l22", lam=lam)
     assert torch.allclose(run.U, U, atol=1e-10) and torch.allclose(run.W, W, atol=1e-10)
@@ -165,9 +184,16 @@ def test_l22_objective_matches_adam_on_cross_entropy_plus_squared_norm():
 def test_adamw_defaults_are_betas_0_9_0_98_and_no_weight_decay():
     p, k, steps, lr = 5, 2, 6, 0.05
     run = ftr.train(
-        p, k, [4], steps, lr, torch.Generator().manual_seed(6), regularizer="adamw", dtype=F64,
+        p,
+        k,
+        widths=[4],
+        steps=steps,
+        lr=lr,
+        generator=torch.Generator().manual_seed(6),
+        regularizer="adamw",
+        dtype=F64,
         progress=False,
-    )  # fmt: skip
+    )
     U0, W0, _ = _draws(6, 1, 4, p, k, [4])
     U, W, _ = _reference(U0, W0, p, k, steps, lr, objective="adamw", betas=(0.9, 0.98))
     assert torch.allclose(run.U, U, atol=1e-10) and torch.allclose(run.W, W, atol=1e-10)
@@ -179,7 +205,15 @@ def test_adamw_defaults_are_betas_0_9_0_98_and_no_weight_decay():
 def test_float32_training_returns_float32_numbers_cast_to_float64():
     """dtype's default is float32: the parameters returned (and the initial ones) are float32
     numbers held in float64, the initial ones the float64 draws rounded to float32."""
-    run = ftr.train(5, 2, [4], 3, 0.05, torch.Generator().manual_seed(7), progress=False)
+    run = ftr.train(
+        5,
+        2,
+        widths=[4],
+        steps=3,
+        lr=0.05,
+        generator=torch.Generator().manual_seed(7),
+        progress=False,
+    )
     U0, W0, _ = _draws(7, 1, 4, 5, 2, [4])
     assert run.U.dtype == run.W.dtype == run.U0.dtype == F64
     assert torch.equal(run.U0, U0.float().double()) and torch.equal(run.W0, W0.float().double())
@@ -191,9 +225,17 @@ def test_float32_training_returns_float32_numbers_cast_to_float64():
 def test_a_training_part_of_one_input_is_allowed():
     """train_fraction = 0.04 of 25 inputs keeps exactly one for training (the smallest split)."""
     run = ftr.train(
-        5, 2, [3], 2, 0.05, torch.Generator().manual_seed(9), train_fraction=0.04, dtype=F64,
-        log_every=1, progress=False,
-    )  # fmt: skip
+        5,
+        2,
+        widths=[3],
+        steps=2,
+        lr=0.05,
+        generator=torch.Generator().manual_seed(9),
+        train_fraction=0.04,
+        dtype=F64,
+        log_every=1,
+        progress=False,
+    )
     U0, W0, g = _draws(9, 1, 3, 5, 2, [3])
     order = torch.randperm(25, generator=g)
     held_out = order[1:].sort().values
@@ -212,9 +254,16 @@ def test_logs_on_more_than_one_chunk_match_a_direct_computation():
     parameters."""
     p, k, widths = 17, 3, [2, 3]
     run = ftr.train(
-        p, k, widths, 1, 0.01, torch.Generator().manual_seed(0), log_every=1, dtype=F64,
+        p,
+        k,
+        widths=widths,
+        steps=1,
+        lr=0.01,
+        generator=torch.Generator().manual_seed(0),
+        log_every=1,
+        dtype=F64,
         progress=False,
-    )  # fmt: skip
+    )
     a, y = fnet.dataset(p, k)
     assert run.steps == [0, 1]
     assert run.rho.shape == run.loss.shape == run.accuracy.shape == (2, 2)
@@ -252,10 +301,25 @@ def _fake_training(monkeypatch, losses=None):
 
 def test_logs_every_100_steps_by_default_and_at_the_end(monkeypatch):
     _fake_training(monkeypatch)
-    run = ftr.train(3, 2, [2], 201, 0.1, torch.Generator().manual_seed(0), progress=False)
+    run = ftr.train(
+        3,
+        2,
+        widths=[2],
+        steps=201,
+        lr=0.1,
+        generator=torch.Generator().manual_seed(0),
+        progress=False,
+    )
     assert run.steps == [0, 100, 200, 201] and run.rho.shape == (4, 1)
     run = ftr.train(
-        3, 2, [2], 20, 0.1, torch.Generator().manual_seed(0), log_every=10, progress=False
+        3,
+        2,
+        widths=[2],
+        steps=20,
+        lr=0.1,
+        generator=torch.Generator().manual_seed(0),
+        log_every=10,
+        progress=False,
     )
     assert run.steps == [0, 10, 20]
 
@@ -264,16 +328,31 @@ def test_logs_every_100_steps_by_default_and_at_the_end(monkeypatch):
 def test_a_non_finite_loss_stops_training_with_the_step_named(monkeypatch, bad):
     seen = _fake_training(monkeypatch, [1.0, 0.5, bad, 0.1])
     with pytest.raises(FloatingPointError, match=rf"^loss became {bad} at step 2: lower 'lr'$"):
-        ftr.train(3, 2, [2], 4, 0.1, torch.Generator().manual_seed(0), progress=False)
+        ftr.train(
+            3,
+            2,
+            widths=[2],
+            steps=4,
+            lr=0.1,
+            generator=torch.Generator().manual_seed(0),
+            progress=False,
+        )
     assert len(seen) == 3
 
 
 def test_the_schedule_multiplies_warm_up_and_cosine_where_they_overlap(monkeypatch):
     seen = _fake_training(monkeypatch)
     ftr.train(
-        3, 2, [2], 10, 1.0, torch.Generator().manual_seed(0), warmup=10, decay_fraction=0.5,
+        3,
+        2,
+        widths=[2],
+        steps=10,
+        lr=1.0,
+        generator=torch.Generator().manual_seed(0),
+        warmup=10,
+        decay_fraction=0.5,
         progress=False,
-    )  # fmt: skip
+    )
     expected = [
         min(1.0, (t + 1) / 10) * (0.5 * (1 + math.cos(math.pi * (t - 5) / 5)) if t >= 5 else 1.0)
         for t in range(10)
@@ -293,9 +372,20 @@ def test_progress_bar_is_named_training_and_shown_by_default(monkeypatch):
     monkeypatch.setattr(ctrain, "progress", spy)
     _fake_training(monkeypatch)
     g = torch.Generator
-    ftr.train(3, 2, [2], 2, 0.1, g().manual_seed(0))
-    ftr.train(3, 2, [2], 2, 0.1, g().manual_seed(0), desc="run A", progress=False)
-    ftr.train(3, 2, [2], 2, 0.1, g().manual_seed(0), desc="run B", progress=True)
+    ftr.train(3, 2, widths=[2], steps=2, lr=0.1, generator=g().manual_seed(0))
+    ftr.train(
+        3,
+        2,
+        widths=[2],
+        steps=2,
+        lr=0.1,
+        generator=g().manual_seed(0),
+        desc="run A",
+        progress=False,
+    )
+    ftr.train(
+        3, 2, widths=[2], steps=2, lr=0.1, generator=g().manual_seed(0), desc="run B", progress=True
+    )
     logs = [c for c in calls if c[0] == "log over D_p"]  # inside the training bar: never shown
     assert logs and all(disable is True for _, disable in logs)
     bars = [c for c in calls if c[0] != "log over D_p"]
@@ -309,15 +399,21 @@ def test_bad_parameters_are_named_with_what_is_expected():
         ValueError,
         match=r"^parameter 'regularizer' = 'l1' is not allowed: expected 'l2k1', 'adamw' or 'l22'$",
     ):
-        ftr.train(5, 2, [3], 1, 0.1, g(), regularizer="l1", progress=False)
+        ftr.train(
+            5, 2, widths=[3], steps=1, lr=0.1, generator=g(), regularizer="l1", progress=False
+        )
     with pytest.raises(
         ValueError,
         match=r"^parameter 'train_fraction' = 0.0 is not allowed: expected a number in \(0, 1\]$",
     ):
-        ftr.train(5, 2, [3], 1, 0.1, g(), train_fraction=0.0, progress=False)
+        ftr.train(
+            5, 2, widths=[3], steps=1, lr=0.1, generator=g(), train_fraction=0.0, progress=False
+        )
     # 0.99 * 25 rounds to 25: nothing would be held out
     with pytest.raises(ValueError, match=r"it leaves 25 of the 25 inputs for training"):
-        ftr.train(5, 2, [3], 1, 0.1, g(), train_fraction=0.99, progress=False)
+        ftr.train(
+            5, 2, widths=[3], steps=1, lr=0.1, generator=g(), train_fraction=0.99, progress=False
+        )
 
 
 # ---------------------------------------------------------------- training_step
@@ -335,7 +431,7 @@ def test_training_step_defaults_are_the_l2k1_objective_on_all_of_d_p():
     The returned loss is the objective before the update."""
     p, k, lr = 5, 2, 0.05
     U0, W0, E, W, g = _tables(10)
-    step = ftr.training_step(p, k, E, W, torch.optim.Adam([E, W], lr=1.0), g)
+    step = ftr.training_step(p, k, E=E, W=W, opt=torch.optim.Adam([E, W], lr=1.0), generator=g)
     losses = [step(lr) for _ in range(3)]  # step(lr) sets the rate: 1.0 is never used
     a, y = fnet.dataset(p, k)
     ce = _ce_per_run(fnet.forward(U0, W0, a), y).sum()
@@ -374,19 +470,34 @@ def test_training_step_takes_the_whole_grid_path_exactly_when_told_the_inputs_ar
     seen = _spy_forward_table(monkeypatch)
     for kwargs in (dict(), dict(a=a, y=y), dict(a=a[:3])):
         _, _, E, W, g = _tables(11)
-        ftr.training_step(p, k, E, W, torch.optim.Adam([E, W]), g, **kwargs)(0.01)
+        ftr.training_step(p, k, E=E, W=W, opt=torch.optim.Adam([E, W]), generator=g, **kwargs)(0.01)
     assert seen == [None, None, None]
     _, _, E, W, g = _tables(11)
-    ftr.training_step(p, k, E, W, torch.optim.Adam([E, W]), g, a=a[:3], y=y[:3], whole_set=False)(
-        0.01
-    )
+    ftr.training_step(
+        p, k, E=E, W=W, opt=torch.optim.Adam([E, W]), generator=g, a=a[:3], y=y[:3], whole_set=False
+    )(0.01)
     assert torch.equal(seen[-1], a[:3])
     # train: full batch on D_p takes the grid; on a training part, that part
     seen.clear()
-    ftr.train(p, k, [2], 2, 0.01, torch.Generator().manual_seed(0), progress=False)
+    ftr.train(
+        p,
+        k,
+        widths=[2],
+        steps=2,
+        lr=0.01,
+        generator=torch.Generator().manual_seed(0),
+        progress=False,
+    )
     assert seen == [None, None]
     ftr.train(
-        p, k, [2], 1, 0.01, torch.Generator().manual_seed(0), train_fraction=0.5, progress=False
+        p,
+        k,
+        widths=[2],
+        steps=1,
+        lr=0.01,
+        generator=torch.Generator().manual_seed(0),
+        train_fraction=0.5,
+        progress=False,
     )
     assert seen[-1] is not None and seen[-1].shape == (12, k)
 
@@ -397,7 +508,9 @@ def test_training_step_with_only_y_missing_trains_on_d_p():
     results = []
     for kwargs in (dict(), dict(a=a[:3])):
         _, _, E, W, g = _tables(12)
-        step = ftr.training_step(p, k, E, W, torch.optim.Adam([E, W]), g, **kwargs)
+        step = ftr.training_step(
+            p, k, E=E, W=W, opt=torch.optim.Adam([E, W]), generator=g, **kwargs
+        )
         results.append((step(0.05), E.detach().clone()))
     assert results[0][0] == results[1][0] and torch.equal(results[0][1], results[1][1])
 

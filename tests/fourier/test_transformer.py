@@ -43,7 +43,9 @@ def test_split_is_partition_and_training_fits():
     data = ft.split(5, 2, 0.6, g)
     assert len(data[0]) == 15 and len(data[2]) == 10
     m = ft.build(5, 2, 0, d_model=32, heads=2, d_head=8, d_mlp=32)
-    hist = ft.train_transformer(m, data, 150, 3e-3, 0.1, g, log_every=50, progress=False)
+    hist = ft.train_transformer(
+        m, data, steps=150, lr=3e-3, weight_decay=0.1, generator=g, log_every=50, progress=False
+    )
     assert hist.steps == [0, 50, 100, 150] and hist.train_acc[-1] == 1.0
     assert hist.first_step("train_acc", 0.99) is not None
 
@@ -108,7 +110,14 @@ def test_training_logs_the_claims_statistic_of_the_attention_matrices():
     with torch.no_grad():
         share0 = float(ft.cosine_structure(model.attention_matrices(0))[0].mean())
     hist = ft.train_transformer(
-        model, data, 3, 1e-2, 0.0, torch.Generator().manual_seed(2), log_every=2, progress=False
+        model,
+        data,
+        steps=3,
+        lr=1e-2,
+        weight_decay=0.0,
+        generator=torch.Generator().manual_seed(2),
+        log_every=2,
+        progress=False,
     )
     assert hist.steps == [0, 2, 3] and len(hist.kq_share) == 3
     assert hist.kq_share[0] == pytest.approx(share0, abs=1e-6)
@@ -125,7 +134,7 @@ def test_train_seeds_and_grokking_runs_train_one_model_per_seed():
         return torch.Generator().manual_seed(s)
 
     kw = dict(steps=4, lr=1e-2, weight_decay=0.0, generator_for=gen, sizes=sizes, log_every=2)
-    runs = ft.train_seeds(5, 2, data, 2, seed=0, **kw)
+    runs = ft.train_seeds(5, 2, data=data, seeds=2, seed=0, **kw)
     assert len(runs) == 2
     for s, (A0, A1, hist) in enumerate(runs):
         assert A0.shape == A1.shape == (2, 5, 5)

@@ -276,9 +276,17 @@ def test_train_transformer_is_adamw_with_the_stated_warmup(batch):
     model = ft.build(p, k, seed=3, **SIZES).double()
     ref = copy.deepcopy(model)
     hist = ft.train_transformer(
-        model, data, 7, 0.05, 0.3, torch.Generator().manual_seed(2), batch=batch, log_every=3,
-        warmup=4, progress=False,
-    )  # fmt: skip
+        model,
+        data,
+        steps=7,
+        lr=0.05,
+        weight_decay=0.3,
+        generator=torch.Generator().manual_seed(2),
+        batch=batch,
+        log_every=3,
+        warmup=4,
+        progress=False,
+    )
     logs = _reference_train(ref, data, 7, 0.05, 0.3, torch.Generator().manual_seed(2), batch, 3, 4)
     for (name, x), y in zip(model.named_parameters(), ref.parameters()):
         assert torch.allclose(x, y, atol=1e-10, rtol=1e-8), name
@@ -296,7 +304,15 @@ def test_train_transformer_defaults_warmup_10_and_log_every_50():
     data = ft.split(p, k, 0.7, torch.Generator().manual_seed(1))
     model = ft.build(p, k, seed=5, **SIZES).double()
     ref = copy.deepcopy(model)
-    hist = ft.train_transformer(model, data, 51, 0.01, 0.0, torch.Generator(), progress=False)
+    hist = ft.train_transformer(
+        model,
+        data,
+        steps=51,
+        lr=0.01,
+        weight_decay=0.0,
+        generator=torch.Generator(),
+        progress=False,
+    )
     _reference_train(ref, data, 51, 0.01, 0.0, None, 0, 50, 10)
     for x, y in zip(model.parameters(), ref.parameters()):
         assert torch.allclose(x, y, atol=1e-9, rtol=1e-7)
@@ -310,7 +326,15 @@ def test_no_warmup_and_no_test_split():
     model = ft.build(p, k, seed=5, **SIZES).double()
     ref = copy.deepcopy(model)
     hist = ft.train_transformer(
-        model, data, 3, 0.02, 0.0, torch.Generator(), warmup=0, log_every=2, progress=False
+        model,
+        data,
+        steps=3,
+        lr=0.02,
+        weight_decay=0.0,
+        generator=torch.Generator(),
+        warmup=0,
+        log_every=2,
+        progress=False,
     )
     opt = torch.optim.AdamW(ref.parameters(), lr=0.02, betas=(0.9, 0.98), weight_decay=0.0)
     for _ in range(3):  # full learning rate from the first step
@@ -339,15 +363,21 @@ def test_progress_bar_and_a_nonfinite_loss(monkeypatch):
     monkeypatch.setattr(ctrain, "progress", Bar)
     data = ft.split(3, 2, 0.5, torch.Generator().manual_seed(1))
     model = ft.build(3, 2, seed=0, **SIZES)
-    ft.train_transformer(model, data, 2, 0.01, 0.0, torch.Generator(), desc="grok")
+    ft.train_transformer(
+        model, data, steps=2, lr=0.01, weight_decay=0.0, generator=torch.Generator(), desc="grok"
+    )
     assert seen[0].kw == dict(desc="grok", disable=False, mininterval=0.5)
     assert seen[0].closed >= 1 and list(seen[0].it) == [0, 1]
-    ft.train_transformer(model, data, 1, 0.01, 0.0, torch.Generator(), progress=False)
+    ft.train_transformer(
+        model, data, steps=1, lr=0.01, weight_decay=0.0, generator=torch.Generator(), progress=False
+    )
     assert seen[1].kw["desc"] == "transformer" and seen[1].kw["disable"] is True
     with torch.no_grad():
         model.unembed.bias[0] = float("nan")
     with pytest.raises(FloatingPointError, match="loss became nan at step 0: lower 'lr'"):
-        ft.train_transformer(model, data, 3, 0.01, 0.0, torch.Generator())
+        ft.train_transformer(
+            model, data, steps=3, lr=0.01, weight_decay=0.0, generator=torch.Generator()
+        )
     assert seen[2].closed == 1
 
 

@@ -173,7 +173,10 @@ def test_layer_flops_matches_product_count(n_tok, hd, heads, kv_heads, mlp):
 
 def test_prefill_and_filter_flops_by_hand():
     one = gc.layer_flops(3, 8, 2, 1, 5)
-    assert gc.prefill_flops(3, 4, 8, 2, 1, 5, 11) == 4 * one + 2 * 8 * 11
+    assert (
+        gc.prefill_flops(3, 4, width=8, heads=2, kv_heads=1, mlp=5, vocab=11)
+        == 4 * one + 2 * 8 * 11
+    )
     # the scores: 2 n d_h per head = 2*3*4*2 = 48
     assert gc.filter_flops(3, 2, 8, 2, 1, 5) == 2 * one + 48
     # D=10, h=3: d_h = 3, scores 2*2*3*3 = 36

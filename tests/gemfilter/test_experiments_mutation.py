@@ -27,7 +27,9 @@ LAYERS, WIDTH, HEADS, KV, MLP, HD, VOCAB = 3, 24, 4, 2, 40, 6, FILL + 3
 
 @pytest.fixture(scope="module")
 def toy():
-    return gm.build_model(LAYERS, WIDTH, HEADS, FILL, 32, kv_heads=KV, mlp=MLP, seed=3)
+    return gm.build_model(
+        LAYERS, WIDTH, heads=HEADS, fillers=FILL, max_len=32, kv_heads=KV, mlp=MLP, seed=3
+    )
 
 
 def _prompts(depths, per_depth, n, seed):
@@ -89,7 +91,17 @@ def _recipe(model, ids, answer, pos, k, fl, pool, depths, g):
 @pytest.mark.parametrize("fl, pool", [(2, 3), (1, 5)])
 def test_evaluate_is_its_recipe(toy, fl, pool):
     ids, answer, pos = _prompts([0.0, 0.5, 1.0], 6, 20, seed=4)
-    got = gx.evaluate(toy, ids, answer, pos, 4, fl, pool, 3, torch.Generator().manual_seed(9))
+    got = gx.evaluate(
+        toy,
+        ids,
+        answer=answer,
+        pos=pos,
+        k=4,
+        filter_layer=fl,
+        pool=pool,
+        depths=3,
+        generator=torch.Generator().manual_seed(9),
+    )
     want = _recipe(toy, ids, answer, pos, 4, fl, pool, 3, torch.Generator().manual_seed(9))
     assert set(got) == set(want)
     for key in ("full", "listing", "no_pool", "middle_row", "largest_row", "random"):
@@ -103,7 +115,17 @@ def test_evaluate_is_its_recipe(toy, fl, pool):
 def test_evaluate_coverage_is_of_the_value_not_the_marker(toy):
     # k = n: every position is selected, so the coverage is 1 at every layer and depth
     ids, answer, pos = _prompts([0.0, 1.0], 3, 9, seed=5)
-    got = gx.evaluate(toy, ids, answer, pos, 9, 2, 3, 2, torch.Generator().manual_seed(0))
+    got = gx.evaluate(
+        toy,
+        ids,
+        answer=answer,
+        pos=pos,
+        k=9,
+        filter_layer=2,
+        pool=3,
+        depths=2,
+        generator=torch.Generator().manual_seed(0),
+    )
     assert all(np.array_equal(v, np.ones(2)) for v in got["layer_cov"].values())
     # k = 1 with pool 1: the selection is one token; at depth 1 the value sits at n - 2 and the
     # query at n - 1, so coverage counts J == n - 2 (pos + 1) and never the marker at pos
@@ -156,21 +178,39 @@ def _study_recipe(cfg, s, r):
     model = gm.build_model(
         cfg.layers,
         cfg.width,
-        cfg.heads,
-        cfg.fillers,
-        cfg.n_test,
+        heads=cfg.heads,
+        fillers=cfg.fillers,
+        max_len=cfg.n_test,
         kv_heads=cfg.kv_heads,
         mlp=cfg.mlp,
         seed=s,
     )
     g = torch.Generator().manual_seed(10_000 + s)
     hist = gm.train_needle(
-        model, cfg.steps, cfg.batch, cfg.n_min, cfg.n_train, cfg.fillers, cfg.lr, g, progress=False
+        model,
+        cfg.steps,
+        batch=cfg.batch,
+        n_min=cfg.n_min,
+        n_max=cfg.n_train,
+        fillers=cfg.fillers,
+        lr=cfg.lr,
+        generator=g,
+        progress=False,
     )
     gt = torch.Generator().manual_seed(20_000 + s)
     dep = torch.tensor(cfg.depths, dtype=torch.float64).repeat_interleave(cfg.test_prompts)
     ids, answer, pos = gm.needle_prompts(len(dep), cfg.n_test, cfg.fillers, gt, depth=dep)
-    ev = gx.evaluate(model, ids, answer, pos, cfg.k, r, cfg.pool, len(cfg.depths), gt)
+    ev = gx.evaluate(
+        model,
+        ids,
+        answer=answer,
+        pos=pos,
+        k=cfg.k,
+        filter_layer=r,
+        pool=cfg.pool,
+        depths=len(cfg.depths),
+        generator=gt,
+    )
     return model, hist, ev
 
 
@@ -189,9 +229,9 @@ def test_needle_study_with_a_given_filter_layer_is_its_recipe(monkeypatch):
     seen = []
     real_eval = gx.evaluate
 
-    def eval_spy(model, ids, answer, pos, *rest):
-        seen.append((ids.clone(), answer.clone(), pos.clone(), rest[:4]))
-        return real_eval(model, ids, answer, pos, *rest)
+    def eval_spy(model, ids, *, answer, pos, **rest):
+        seen.append((ids.clone(), answer.clone(), pos.clone(), rest))
+        return real_eval(model, ids, answer=answer, pos=pos, **rest)
 
     monkeypatch.setattr(gx, "evaluate", eval_spy)
     out = gx.needle_study(cfg, torch.device("cpu"), progress=False)
@@ -205,7 +245,7 @@ def test_needle_study_with_a_given_filter_layer_is_its_recipe(monkeypatch):
         want = gm.needle_prompts(6, 10, 6, gt, depth=dep)
         assert torch.equal(ids, want[0]) and torch.equal(answer, want[1])
         assert pos.tolist() == [1, 1, 1, 5, 5, 5] and torch.equal(pos, want[2])
-        assert rest == (3, 2, 3, 2)  # k, the filter layer, pool, number of depths
+        assert (rest["k"], rest["filter_layer"], rest["pool"], rest["depths"]) == (3, 2, 3, 2)
     assert [res.seed for res in out] == [5, 6]
     for res in out:
         _, hist, ev = _study_recipe(cfg, res.seed, 2)
@@ -261,7 +301,9 @@ def test_generate_costs_against_closed_forms(toy):
     b, n, t = 2, 13, 3
     ids = gm.needle_prompts(b, n, FILL, torch.Generator().manual_seed(1))[0]
     c = gx.generate_costs(toy, ids, t)
-    assert c["prefill_flops"] == b * gc.prefill_flops(n, LAYERS, WIDTH, HEADS, KV, MLP, VOCAB)
+    assert c["prefill_flops"] == b * gc.prefill_flops(
+        n, LAYERS, width=WIDTH, heads=HEADS, kv_heads=KV, mlp=MLP, vocab=VOCAB
+    )
     assert c["gen_flops"] == b * sum(_step_flops(n + i) for i in range(t))
     assert c["cache_prefill"] == _cache(n, b) and c["cache_end"] == _cache(n + t, b)
     assert list(c) == ["prefill_flops", "gen_flops", "cache_prefill", "cache_end"]
@@ -275,7 +317,9 @@ def test_generate_costs_on_an_index_is_on_the_gathered_prompt(toy):
     got = gx.generate_costs(toy, ids, 2, index=J)
     assert got == gx.generate_costs(toy, torch.gather(ids, 1, J), 2)
     assert got["cache_prefill"] == _cache(4, 2) and got["cache_end"] == _cache(6, 2)
-    assert got["prefill_flops"] == 2 * gc.prefill_flops(4, LAYERS, WIDTH, HEADS, KV, MLP, VOCAB)
+    assert got["prefill_flops"] == 2 * gc.prefill_flops(
+        4, LAYERS, width=WIDTH, heads=HEADS, kv_heads=KV, mlp=MLP, vocab=VOCAB
+    )
 
 
 def test_generate_costs_greedy_tokens_follow_the_argmax(toy, monkeypatch):
@@ -299,7 +343,9 @@ def test_generate_costs_greedy_tokens_follow_the_argmax(toy, monkeypatch):
 
 def test_cost_sweep_rows_are_their_recipe(toy):
     k, t, r = 4, 2, 2
-    rows = gx.cost_sweep(toy, [12, 20], k, t, r, FILL, torch.Generator().manual_seed(4))
+    rows = gx.cost_sweep(
+        toy, [12, 20], k=k, t=t, r=r, fillers=FILL, generator=torch.Generator().manual_seed(4)
+    )
     g = torch.Generator().manual_seed(4)
     assert [row["n"] for row in rows] == [12, 20]
     for row, n in zip(rows, [12, 20]):
@@ -314,5 +360,7 @@ def test_cost_sweep_rows_are_their_recipe(toy):
 
 def test_a_dry_run_counts_the_first_prompt_length_only(toy, monkeypatch):
     monkeypatch.setenv("COMPANIONS_DRY_RUN", "1")
-    rows = gx.cost_sweep(toy, [12, 20], 4, 2, 2, FILL, torch.Generator().manual_seed(4))
+    rows = gx.cost_sweep(
+        toy, [12, 20], k=4, t=2, r=2, fillers=FILL, generator=torch.Generator().manual_seed(4)
+    )
     assert [row["n"] for row in rows] == [12]

@@ -18,7 +18,7 @@ FILL = 11
 @pytest.fixture(scope="module")
 def toy():
     torch.manual_seed(0)
-    return gm.build_model(3, 24, 4, FILL, 32, kv_heads=2, mlp=40, seed=3)
+    return gm.build_model(3, 24, heads=4, fillers=FILL, max_len=32, kv_heads=2, mlp=40, seed=3)
 
 
 @pytest.fixture(scope="module")
@@ -29,11 +29,11 @@ def prompts():
 # -- the model and the task -------------------------------------------------------------------
 def test_build_model_names_bad_parameters():
     with pytest.raises(ValueError, match="'width'"):
-        gm.build_model(2, 30, 4, FILL, 16)
+        gm.build_model(2, 30, heads=4, fillers=FILL, max_len=16)
     with pytest.raises(ValueError, match="'kv_heads'"):
-        gm.build_model(2, 24, 4, FILL, 16, kv_heads=3)
+        gm.build_model(2, 24, heads=4, fillers=FILL, max_len=16, kv_heads=3)
     with pytest.raises(ValueError, match="'layers'"):
-        gm.build_model(0, 24, 4, FILL, 16)
+        gm.build_model(0, 24, heads=4, fillers=FILL, max_len=16)
 
 
 def test_build_model_is_a_llama_of_the_asked_shape(toy):
@@ -41,7 +41,7 @@ def test_build_model_is_a_llama_of_the_asked_shape(toy):
     assert (c.num_hidden_layers, c.hidden_size, c.num_attention_heads) == (3, 24, 4)
     assert c.num_key_value_heads == 2 and c.vocab_size == FILL + 3
     assert next(toy.parameters()).dtype == torch.float32
-    again = gm.build_model(3, 24, 4, FILL, 32, kv_heads=2, mlp=40, seed=3)
+    again = gm.build_model(3, 24, heads=4, fillers=FILL, max_len=32, kv_heads=2, mlp=40, seed=3)
     assert torch.equal(again.lm_head.weight, toy.lm_head.weight)
 
 
@@ -151,32 +151,44 @@ def test_answer_on_a_selection_is_the_answer_on_the_gathered_prompt(toy, prompts
 
 
 def test_training_step_lowers_the_loss():
-    model = gm.build_model(2, 16, 2, 6, 8, seed=0)
+    model = gm.build_model(2, 16, heads=2, fillers=6, max_len=8, seed=0)
     hist = gm.train_needle(
-        model, 120, 32, 6, 8, 6, 1e-2, torch.Generator().manual_seed(0), progress=False
+        model,
+        120,
+        batch=32,
+        n_min=6,
+        n_max=8,
+        fillers=6,
+        lr=1e-2,
+        generator=torch.Generator().manual_seed(0),
+        progress=False,
     )
     assert not model.training
     assert hist.loss[0] > 1.6  # chance is log 6 = 1.79
     assert min(hist.loss[-3:]) < hist.loss[0] - 0.3
     with pytest.raises(ValueError, match="'n_min'"):
-        gm.train_needle(model, 1, 2, 9, 8, 6, 1e-2, torch.Generator())
+        gm.train_needle(
+            model, 1, batch=2, n_min=9, n_max=8, fillers=6, lr=1e-2, generator=torch.Generator()
+        )
 
 
 # -- counting ---------------------------------------------------------------------------------
 @torch.no_grad()
 @pytest.mark.parametrize("kv", [4, 2, 1])
 def test_flop_closed_forms_match_the_counter(kv):
-    model = gm.build_model(3, 24, 4, FILL, 32, kv_heads=kv, mlp=40, seed=0)
+    model = gm.build_model(3, 24, heads=4, fillers=FILL, max_len=32, kv_heads=kv, mlp=40, seed=0)
     ids = gm.needle_prompts(1, 17, FILL, torch.Generator().manual_seed(0))[0]
     full = gc.count_flops(lambda: gm.last_logits(model, ids))
     first = gc.count_flops(lambda: gm.filter_scores(model, ids, 2))
-    assert full == gc.prefill_flops(17, 3, 24, 4, kv, 40, FILL + 3)
+    assert full == gc.prefill_flops(17, 3, width=24, heads=4, kv_heads=kv, mlp=40, vocab=FILL + 3)
     assert first == gc.filter_flops(17, 2, 24, 4, kv, 40)
 
 
 @torch.no_grad()
 def test_cost_sweep_caches_have_the_theorem_sizes(toy):
-    rows = gx.cost_sweep(toy, [16, 40], 5, 3, 2, FILL, torch.Generator().manual_seed(0))
+    rows = gx.cost_sweep(
+        toy, [16, 40], k=5, t=3, r=2, fillers=FILL, generator=torch.Generator().manual_seed(0)
+    )
     for row in rows:
         assert row["std"]["cache_prefill"] == gc.kv_cache_elements(row["n"], 3, 2, 6)
         assert row["std"]["cache_end"] == gc.kv_cache_elements(row["n"] + 3, 3, 2, 6)

@@ -18,7 +18,7 @@ FILL = 7
 
 @pytest.fixture(scope="module")
 def tiny():
-    return gm.build_model(2, 8, 2, FILL, 12, kv_heads=1, mlp=12, seed=1)
+    return gm.build_model(2, 8, heads=2, fillers=FILL, max_len=12, kv_heads=1, mlp=12, seed=1)
 
 
 # -- build_model ------------------------------------------------------------------------------
@@ -43,7 +43,7 @@ def test_build_model_config_field_by_field(tiny):
 
 
 def test_build_model_defaults_and_long_prompts():
-    m = gm.build_model(1, 8, 4, FILL, 40)
+    m = gm.build_model(1, 8, heads=4, fillers=FILL, max_len=40)
     c = m.config
     assert c.num_key_value_heads == 4  # kv_heads defaults to heads
     assert c.intermediate_size == 16  # mlp defaults to 2 * width
@@ -52,14 +52,14 @@ def test_build_model_defaults_and_long_prompts():
 
 
 def test_build_model_seed_decides_the_weights():
-    a = gm.build_model(1, 8, 2, FILL, 8, seed=4)
-    b = gm.build_model(1, 8, 2, FILL, 8, seed=4)
-    c = gm.build_model(1, 8, 2, FILL, 8, seed=5)
+    a = gm.build_model(1, 8, heads=2, fillers=FILL, max_len=8, seed=4)
+    b = gm.build_model(1, 8, heads=2, fillers=FILL, max_len=8, seed=4)
+    c = gm.build_model(1, 8, heads=2, fillers=FILL, max_len=8, seed=5)
     assert torch.equal(a.lm_head.weight, b.lm_head.weight)
     assert not torch.equal(a.lm_head.weight, c.lm_head.weight)
     # the default seed is 0
-    d = gm.build_model(1, 8, 2, FILL, 8)
-    e = gm.build_model(1, 8, 2, FILL, 8, seed=0)
+    d = gm.build_model(1, 8, heads=2, fillers=FILL, max_len=8)
+    e = gm.build_model(1, 8, heads=2, fillers=FILL, max_len=8, seed=0)
     assert torch.equal(d.lm_head.weight, e.lm_head.weight)
 
 
@@ -79,12 +79,12 @@ def test_build_model_seed_decides_the_weights():
 )
 def test_build_model_messages(args, kwargs, message):
     with pytest.raises(ValueError) as err:
-        gm.build_model(*args, FILL, 8, **kwargs)
+        gm.build_model(*args[:2], heads=args[2], fillers=FILL, max_len=8, **kwargs)
     assert str(err.value) == message
 
 
 def test_build_model_smallest_allowed():
-    m = gm.build_model(1, 1, 1, 2, 4, mlp=2)  # every count at 1 is allowed
+    m = gm.build_model(1, 1, heads=1, fillers=2, max_len=4, mlp=2)  # every count at 1 is allowed
     assert m.config.hidden_size == 1 and m.config.num_attention_heads == 1
 
 
@@ -150,7 +150,7 @@ def test_last_logits_are_the_full_forwards_last_row(tiny):
 
 # -- train_needle, through a stand-in for fit -------------------------------------------------
 def test_train_needle_curriculum_loss_and_modes(monkeypatch):
-    model = gm.build_model(1, 8, 2, FILL, 16, seed=0)
+    model = gm.build_model(1, 8, heads=2, fillers=FILL, max_len=16, seed=0)
     calls = {}
 
     def fake_fit(loss_fn, parameters, steps, **kw):
@@ -173,7 +173,17 @@ def test_train_needle_curriculum_loss_and_modes(monkeypatch):
     monkeypatch.setattr(gm, "fit", fake_fit)
     monkeypatch.setattr(gm, "needle_prompts", spy)
     steps, n_min, n_max = 10, 5, 9
-    out = gm.train_needle(model, steps, 3, n_min, n_max, FILL, 0.05, gen, desc="x")
+    out = gm.train_needle(
+        model,
+        steps,
+        batch=3,
+        n_min=n_min,
+        n_max=n_max,
+        fillers=FILL,
+        lr=0.05,
+        generator=gen,
+        desc="x",
+    )
     assert out == "history" and not model.training and calls["training"]
     assert calls["lr"] == 0.05 and calls["log_every"] == 25
     assert calls["desc"] == "x" and calls["progress"] is True
@@ -193,7 +203,7 @@ def test_train_needle_curriculum_loss_and_modes(monkeypatch):
 
 
 def test_train_needle_loss_is_the_cross_entropy_of_the_answer(monkeypatch):
-    model = gm.build_model(1, 8, 2, FILL, 16, seed=2)
+    model = gm.build_model(1, 8, heads=2, fillers=FILL, max_len=16, seed=2)
     seen = {}
 
     def fake_fit(loss_fn, parameters, steps, **kw):
@@ -208,7 +218,16 @@ def test_train_needle_loss_is_the_cross_entropy_of_the_answer(monkeypatch):
 
     monkeypatch.setattr(gm, "fit", fake_fit)
     monkeypatch.setattr(gm, "needle_prompts", spy)
-    gm.train_needle(model, 1, 16, 6, 6, FILL, 1e-3, torch.Generator().manual_seed(0))
+    gm.train_needle(
+        model,
+        1,
+        batch=16,
+        n_min=6,
+        n_max=6,
+        fillers=FILL,
+        lr=1e-3,
+        generator=torch.Generator().manual_seed(0),
+    )
     ids, answer, _ = seen["prompts"]
     assert ids.shape == (16, 6)  # n_min = n_max = 6: every length is 6
     loss, metrics = seen["out"]
@@ -224,22 +243,49 @@ def test_train_needle_loss_is_the_cross_entropy_of_the_answer(monkeypatch):
 def test_train_needle_defaults(monkeypatch):
     seen = {}
     monkeypatch.setattr(gm, "fit", lambda loss_fn, params, steps, **kw: seen.update(kw))
-    model = gm.build_model(1, 8, 2, FILL, 16, seed=0)
-    gm.train_needle(model, 2, 2, 4, 6, FILL, 1e-3, torch.Generator().manual_seed(0))
+    model = gm.build_model(1, 8, heads=2, fillers=FILL, max_len=16, seed=0)
+    gm.train_needle(
+        model,
+        2,
+        batch=2,
+        n_min=4,
+        n_max=6,
+        fillers=FILL,
+        lr=1e-3,
+        generator=torch.Generator().manual_seed(0),
+    )
     assert seen["desc"] == "needle training" and seen["progress"] is True
 
 
 @pytest.mark.parametrize("n_min, n_max", [(4, 4), (4, 9)])
 def test_train_needle_accepts_n_min_from_4(monkeypatch, n_min, n_max):
     monkeypatch.setattr(gm, "fit", lambda loss_fn, params, steps, **kw: loss_fn(steps - 1))
-    model = gm.build_model(1, 8, 2, FILL, 16, seed=0)
-    gm.train_needle(model, 2, 2, n_min, n_max, FILL, 1e-3, torch.Generator().manual_seed(0))
+    model = gm.build_model(1, 8, heads=2, fillers=FILL, max_len=16, seed=0)
+    gm.train_needle(
+        model,
+        2,
+        batch=2,
+        n_min=n_min,
+        n_max=n_max,
+        fillers=FILL,
+        lr=1e-3,
+        generator=torch.Generator().manual_seed(0),
+    )
 
 
 @pytest.mark.parametrize("n_min, n_max", [(3, 8), (9, 8)])
 def test_train_needle_refuses_bad_lengths(n_min, n_max):
     with pytest.raises(ValueError) as err:
-        gm.train_needle(None, 1, 2, n_min, n_max, FILL, 1e-3, torch.Generator())
+        gm.train_needle(
+            None,
+            1,
+            batch=2,
+            n_min=n_min,
+            n_max=n_max,
+            fillers=FILL,
+            lr=1e-3,
+            generator=torch.Generator(),
+        )
     assert str(err.value) == (
         f"parameter 'n_min' = {n_min} is not allowed: expected 4 <= n_min <= n_max = {n_max}"
     )

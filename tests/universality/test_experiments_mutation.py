@@ -150,7 +150,16 @@ def _reference_w(W, M, u, task, m, trials, g, sign, ridge=0.0):
 def test_probe_excess_mse_against_lstsq():
     W, M, U = _setup()
     for task, m in ((0, 2), (1, 6)):  # fewer labels than features, then more
-        got = ux.probe_excess_mse(W, M, LAY, U[task], task, m, 3, torch.Generator().manual_seed(4))
+        got = ux.probe_excess_mse(
+            W,
+            M,
+            layout=LAY,
+            u_star=U[task],
+            task=task,
+            m=m,
+            trials=3,
+            generator=torch.Generator().manual_seed(4),
+        )
         w = _reference_w(W, M, U[task], task, m, 3, torch.Generator().manual_seed(4), False)
         sup = torch.cat([LAY.task_features(task), LAY.spurious()])
         want = ((w[:, sup] - U[task][sup]) ** 2).sum(-1)
@@ -158,20 +167,42 @@ def test_probe_excess_mse_against_lstsq():
     # coordinates outside R_t u U are left out of the excess
     assert sorted(sup.tolist()) == [0, 3, 4, 5, 6]
     with pytest.raises(ValueError, match="parameter 'm' = 0 is not allowed"):
-        ux.probe_excess_mse(W, M, LAY, U[0], 0, 0, 3, torch.Generator())
+        ux.probe_excess_mse(
+            W, M, layout=LAY, u_star=U[0], task=0, m=0, trials=3, generator=torch.Generator()
+        )
 
 
 @pytest.mark.parametrize("ridge", [0.0, 0.3])
 def test_probe_accuracy_against_lstsq_and_primal_ridge(ridge):
     W, M, U = _setup(1)
-    got = ux.probe_accuracy(W, M, LAY, U[1], 1, 3, 4, torch.Generator().manual_seed(5), ridge)
+    got = ux.probe_accuracy(
+        W,
+        M,
+        layout=LAY,
+        u_star=U[1],
+        task=1,
+        m=3,
+        trials=4,
+        generator=torch.Generator().manual_seed(5),
+        ridge=ridge,
+    )
     w = _reference_w(W, M, U[1], 1, 3, 4, torch.Generator().manual_seed(5), True, ridge)
     sup = torch.cat([LAY.task_features(1), LAY.spurious()])
     ws, u = w[:, sup], U[1][sup]
     angle = torch.arccos((ws @ u) / (ws.norm(dim=-1) * u.norm()))
     assert torch.allclose(got, 1 - angle / math.pi, atol=1e-10)
     with pytest.raises(ValueError, match="parameter 'ridge' = -0.5 is not allowed"):
-        ux.probe_accuracy(W, M, LAY, U[1], 1, 3, 4, torch.Generator(), ridge=-0.5)
+        ux.probe_accuracy(
+            W,
+            M,
+            layout=LAY,
+            u_star=U[1],
+            task=1,
+            m=3,
+            trials=4,
+            generator=torch.Generator(),
+            ridge=-0.5,
+        )
 
 
 def test_probe_accuracy_of_a_perfect_and_a_null_probe():
@@ -179,11 +210,29 @@ def test_probe_accuracy_of_a_perfect_and_a_null_probe():
     M = torch.eye(LAY.d, dtype=F64)
     W = torch.eye(LAY.d, dtype=F64)
     U = data.task_vectors(LAY, torch.Generator().manual_seed(0))
-    ex = ux.probe_excess_mse(W, M, LAY, U[0], 0, 12, 2, torch.Generator().manual_seed(1))
+    ex = ux.probe_excess_mse(
+        W,
+        M,
+        layout=LAY,
+        u_star=U[0],
+        task=0,
+        m=12,
+        trials=2,
+        generator=torch.Generator().manual_seed(1),
+    )
     assert float(ex.max()) < 1e-20
     # a representation blind to the task: w = 0, the cosine is clamped (no NaN), accuracy 1/2
     W0 = torch.zeros(2, LAY.d, dtype=F64)
-    acc = ux.probe_accuracy(W0, M, LAY, U[0], 0, 5, 2, torch.Generator().manual_seed(1))
+    acc = ux.probe_accuracy(
+        W0,
+        M,
+        layout=LAY,
+        u_star=U[0],
+        task=0,
+        m=5,
+        trials=2,
+        generator=torch.Generator().manual_seed(1),
+    )
     assert torch.allclose(acc, torch.full((2,), 0.5, dtype=F64))
 
 
@@ -192,45 +241,100 @@ def test_tradeoff_point_sweep_and_errors_draw_in_order():
     W2 = W + 0.5
 
     def acc(W_, t, m, g, ridge=0.0):
-        return float(ux.probe_accuracy(W_, M, LAY, U[t], t, m, 3, g, ridge=ridge).mean())
+        return float(
+            ux.probe_accuracy(
+                W_, M, layout=LAY, u_star=U[t], task=t, m=m, trials=3, generator=g, ridge=ridge
+            ).mean()
+        )
 
     g = torch.Generator().manual_seed(9)
     want = (1 - acc(W, 0, 2, g, 0.1), sum(acc(W, t, 4, g, 0.1) for t in range(2)) / 2)
-    got = ux.tradeoff_point(W, M, LAY, U, 0, 2, 4, 3, torch.Generator().manual_seed(9), 0.1)
+    got = ux.tradeoff_point(
+        W,
+        M,
+        layout=LAY,
+        U=U,
+        target=0,
+        m_target=2,
+        m_univ=4,
+        trials=3,
+        generator=torch.Generator().manual_seed(9),
+        ridge=0.1,
+    )
     assert got == pytest.approx(want, rel=1e-12)
     g = torch.Generator().manual_seed(9)
     want = (1 - acc(W, 1, 3, g), sum(acc(W, t, 2, g) for t in range(2)) / 2)
-    assert ux.tradeoff_point(W, M, LAY, U, 1, 3, 2, 3, torch.Generator().manual_seed(9)) == (
-        pytest.approx(want, rel=1e-12)
-    )
+    assert ux.tradeoff_point(
+        W,
+        M,
+        layout=LAY,
+        U=U,
+        target=1,
+        m_target=3,
+        m_univ=2,
+        trials=3,
+        generator=torch.Generator().manual_seed(9),
+    ) == (pytest.approx(want, rel=1e-12))
     # the sweep: K in increasing order, seed_of(K, seed), the target is task 0
-    pts = ux.tradeoff_sweep({2: [W2, W], 1: [W, W2]}, M, LAY, U, 2, 4, 3, lambda K, sd: 10 * K + sd)
+    pts = ux.tradeoff_sweep(
+        {2: [W2, W], 1: [W, W2]},
+        M,
+        layout=LAY,
+        U=U,
+        m_target=2,
+        m_univ=4,
+        trials=3,
+        seed_of=lambda K, sd: 10 * K + sd,
+    )
     assert pts.shape == (2, 2, 2) and pts.dtype == np.float64
     rows = [[(1, 0, W), (1, 1, W2)], [(2, 0, W2), (2, 1, W)]]
     for i, row in enumerate(rows):
         for j, (K, sd, W_) in enumerate(row):
             g = torch.Generator().manual_seed(10 * K + sd)
-            want = ux.tradeoff_point(W_, M, LAY, U, 0, 2, 4, 3, g)
+            want = ux.tradeoff_point(
+                W_, M, layout=LAY, U=U, target=0, m_target=2, m_univ=4, trials=3, generator=g
+            )
             assert tuple(pts[i][j]) == pytest.approx(want, rel=1e-12)
-    pts = ux.tradeoff_sweep({1: [W]}, M, LAY, U, 2, 4, 3, lambda K, sd: 5, ridge=0.2)
+    pts = ux.tradeoff_sweep(
+        {1: [W]},
+        M,
+        layout=LAY,
+        U=U,
+        m_target=2,
+        m_univ=4,
+        trials=3,
+        seed_of=lambda K, sd: 5,
+        ridge=0.2,
+    )
     g = torch.Generator().manual_seed(5)
     assert tuple(pts[0][0]) == pytest.approx(
-        ux.tradeoff_point(W, M, LAY, U, 0, 2, 4, 3, g, 0.2), rel=1e-12
+        ux.tradeoff_point(
+            W, M, layout=LAY, U=U, target=0, m_target=2, m_univ=4, trials=3, generator=g, ridge=0.2
+        ),
+        rel=1e-12,
     )
-    errs = ux.target_errors([W, W2], M, LAY, U[0], 3, 3, lambda sd: 20 + sd, ridge=0.2)
+    errs = ux.target_errors(
+        [W, W2], M, layout=LAY, u_star=U[0], m=3, trials=3, seed_of=lambda sd: 20 + sd, ridge=0.2
+    )
     for sd, W_ in enumerate([W, W2]):
         assert errs[sd] == pytest.approx(1 - acc(W_, 0, 3, torch.Generator().manual_seed(20 + sd),
                                                  0.2), rel=1e-12)  # fmt: skip
-    errs = ux.target_errors([W], M, LAY, U[0], 3, 3, lambda sd: 20)
+    errs = ux.target_errors([W], M, layout=LAY, u_star=U[0], m=3, trials=3, seed_of=lambda sd: 20)
     assert errs[0] == pytest.approx(1 - acc(W, 0, 3, torch.Generator().manual_seed(20)))
 
 
 def test_excess_curve_seeds_by_m():
     W, M, U = _setup(3)
-    curve = ux.excess_curve(W, M, LAY, U[1], 1, [2, 5], 3, lambda m: 30 + m)
+    curve = ux.excess_curve(
+        W, M, layout=LAY, u_star=U[1], task=1, m_values=[2, 5], trials=3, seed_of=lambda m: 30 + m
+    )
     for m, value in zip([2, 5], curve):
         g = torch.Generator().manual_seed(30 + m)
-        want = float(ux.probe_excess_mse(W, M, LAY, U[1], 1, m, 3, g).mean())
+        want = float(
+            ux.probe_excess_mse(
+                W, M, layout=LAY, u_star=U[1], task=1, m=m, trials=3, generator=g
+            ).mean()
+        )
         assert value == pytest.approx(want, rel=1e-12)
 
 
@@ -240,18 +344,54 @@ def test_a_probe_parallel_to_the_task_has_accuracy_one():
     U = data.task_vectors(LAY, torch.Generator().manual_seed(0))
     W = U[0][None, :].clone()
     M = torch.eye(LAY.d, dtype=F64)
-    acc = ux.probe_accuracy(W, M, LAY, U[0], 0, 5, 1, torch.Generator().manual_seed(1))
+    acc = ux.probe_accuracy(
+        W,
+        M,
+        layout=LAY,
+        u_star=U[0],
+        task=0,
+        m=5,
+        trials=1,
+        generator=torch.Generator().manual_seed(1),
+    )
     assert float(acc[0]) == 1.0
 
 
 def test_probes_with_one_label_and_a_task_vector_of_any_norm():
     W, M, U = _setup(4)
     # m = 1 is allowed: a single label
-    got = ux.probe_excess_mse(W, M, LAY, U[0], 0, 1, 2, torch.Generator().manual_seed(2))
+    got = ux.probe_excess_mse(
+        W,
+        M,
+        layout=LAY,
+        u_star=U[0],
+        task=0,
+        m=1,
+        trials=2,
+        generator=torch.Generator().manual_seed(2),
+    )
     w = _reference_w(W, M, U[0], 0, 1, 2, torch.Generator().manual_seed(2), False)
     sup = torch.cat([LAY.task_features(0), LAY.spurious()])
     assert torch.allclose(got, ((w[:, sup] - U[0][sup]) ** 2).sum(-1), atol=1e-10)
     # the accuracy of sign(u* . z) labels does not depend on the norm of u*
-    one = ux.probe_accuracy(W, M, LAY, U[1], 1, 3, 2, torch.Generator().manual_seed(3))
-    three = ux.probe_accuracy(W, M, LAY, 3 * U[1], 1, 3, 2, torch.Generator().manual_seed(3))
+    one = ux.probe_accuracy(
+        W,
+        M,
+        layout=LAY,
+        u_star=U[1],
+        task=1,
+        m=3,
+        trials=2,
+        generator=torch.Generator().manual_seed(3),
+    )
+    three = ux.probe_accuracy(
+        W,
+        M,
+        layout=LAY,
+        u_star=3 * U[1],
+        task=1,
+        m=3,
+        trials=2,
+        generator=torch.Generator().manual_seed(3),
+    )
     assert torch.allclose(one, three, atol=1e-12)

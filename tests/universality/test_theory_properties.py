@@ -44,16 +44,20 @@ def test_probe_norm_scalings_and_symmetry(v1, v2, a, b, c):
 @given(POS, POS, POS, POS, st.integers(1, 5), st.integers(1, 5), st.integers(1, 50), POS)
 def test_rademacher_terms_scale_and_order(v1, v2, a, b, s, extra, m, c):
     r = s + extra
-    lead = uth.rademacher_leading(v1, v2, a, b, s, r, m)
+    lead = uth.rademacher_leading(v1, v2, alpha=a, beta=b, s=s, r=r, m=m)
     assert lead == pytest.approx(uth.probe_norm(v1, v2, a, b) * math.sqrt((s * a + extra * b) / m))
     # scale-free in the loadings, 1/sqrt(m) in the sample size
-    assert uth.rademacher_leading(v1, v2, c * a, c * b, s, r, m) == pytest.approx(lead)
-    assert uth.rademacher_leading(v1, v2, a, b, s, r, 4 * m) == pytest.approx(lead / 2)
-    low = uth.rademacher_lower(v1, v2, a, b, s, r, m)
+    assert uth.rademacher_leading(v1, v2, alpha=c * a, beta=c * b, s=s, r=r, m=m) == pytest.approx(
+        lead
+    )
+    assert uth.rademacher_leading(v1, v2, alpha=a, beta=b, s=s, r=r, m=4 * m) == pytest.approx(
+        lead / 2
+    )
+    low = uth.rademacher_lower(v1, v2, alpha=a, beta=b, s=s, r=r, m=m)
     mu = m * (s * a + extra * b)
     expected = uth.probe_norm(v1, v2, a, b) / m * math.sqrt(max(mu - m * max(a, b), 0.0))
     assert low == pytest.approx(expected) and 0 <= low <= lead + 1e-12
-    assert uth.rademacher_lower(v1, v2, b, a, s, s + 1, m) == pytest.approx(
+    assert uth.rademacher_lower(v1, v2, alpha=b, beta=a, s=s, r=s + 1, m=m) == pytest.approx(
         uth.probe_norm(v1, v2, b, a) / m * math.sqrt(max(m * (s * b + a) - m * max(a, b), 0.0))
     )
 
@@ -166,7 +170,9 @@ def _mixture_reference(alphas, s, r, T, samples, seed):
 
 def test_mixture_objective_is_its_monte_carlo_definition():
     alphas = [0.5, 1.0, 1.5]
-    f, se = uth.mixture_objective(alphas, 2, 5, 3, 400, torch.Generator().manual_seed(4))
+    f, se = uth.mixture_objective(
+        alphas, 2, r=5, T=3, samples=400, generator=torch.Generator().manual_seed(4)
+    )
     f_ref, se_ref = _mixture_reference(alphas, 2, 5, 3, 400, 4)
     assert f.dtype == se.dtype == torch.float64 and f.shape == se.shape == (3,)
     assert torch.allclose(f, f_ref, atol=1e-14) and torch.allclose(se, se_ref, atol=1e-14)
@@ -176,7 +182,15 @@ def test_mixture_objective_is_its_monte_carlo_definition():
 def test_rademacher_mc_is_its_monte_carlo_definition():
     alpha, beta, v1, v2, s, r, m, draws = 0.8, 0.3, 0.5, 0.7, 2, 5, 6, 300
     mean, se = uth.rademacher_mc(
-        alpha, beta, v1, v2, s, r, m, draws, torch.Generator().manual_seed(5)
+        alpha,
+        beta,
+        v1=v1,
+        v2=v2,
+        s=s,
+        r=r,
+        m=m,
+        draws=draws,
+        generator=torch.Generator().manual_seed(5),
     )
     g = torch.Generator().manual_seed(5)
     Zs = torch.randn(draws, m, r, generator=g, dtype=torch.float64).sum(1)

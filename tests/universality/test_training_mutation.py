@@ -73,7 +73,7 @@ def test_contrastive_loss_default_is_logistic_and_the_loss_is_passed_on():
 
 def test_batch_resamples_only_the_spurious_features_by_default(small):
     lay, M = small
-    x, xp = utr._batch(lay, M, [0, 1], 16, gen(3), "cpu", F64)
+    x, xp = utr._batch(lay, M, tasks=[0, 1], batch=16, generator=gen(3), device="cpu", dtype=F64)
     rx, rxp = ref_batch(lay, M, [0, 1], 16, gen(3))
     assert x.dtype == F64 and torch.allclose(x, rx, atol=1e-14)
     assert torch.allclose(xp, rxp, atol=1e-14)
@@ -81,13 +81,17 @@ def test_batch_resamples_only_the_spurious_features_by_default(small):
     assert torch.allclose(z[:, : lay.k], zp[:, : lay.k], atol=1e-12)
     assert float((z[:, lay.k :] - zp[:, lay.k :]).abs().min()) > 1e-6
     # the control keeps z's own z_U
-    x, xp = utr._batch(lay, M, [0, 1], 16, gen(3), "cpu", F64, resample_u=False)
+    x, xp = utr._batch(
+        lay, M, tasks=[0, 1], batch=16, generator=gen(3), device="cpu", dtype=F64, resample_u=False
+    )
     assert torch.equal(x, xp)
 
 
 def test_pretrain_is_projected_gradient_descent_from_a_small_gaussian(small):
     lay, M = small
-    W, trace = utr.pretrain(lay, M, [0, 1], 2, 16, 0.7, gen(5), dtype=F64)
+    W, trace = utr.pretrain(
+        lay, M, tasks=[0, 1], steps=2, batch=16, lr=0.7, generator=gen(5), dtype=F64
+    )
     g = gen(5)
     W0 = 0.01 * torch.randn(lay.k, lay.d, generator=g, dtype=F64)  # the default init_scale
     proj = lambda V: uth.project_representation(V, math.sqrt(lay.r))  # noqa: E731
@@ -95,7 +99,9 @@ def test_pretrain_is_projected_gradient_descent_from_a_small_gaussian(small):
     assert W.dtype == F64 and torch.allclose(W, Wr, atol=1e-12)
     assert trace == pytest.approx(tr, rel=1e-12)
     # another loss is passed through to every step
-    W, trace = utr.pretrain(lay, M, [0], 2, 16, 0.3, gen(6), dtype=F64, loss="linear")
+    W, trace = utr.pretrain(
+        lay, M, tasks=[0], steps=2, batch=16, lr=0.3, generator=gen(6), dtype=F64, loss="linear"
+    )
     g = gen(6)
     W0 = 0.01 * torch.randn(lay.k, lay.d, generator=g, dtype=F64)
     Wr, tr = ref_descent(W0, lay, M, [0], 2, 16, 0.3, g, proj, loss="linear")
@@ -106,7 +112,16 @@ def test_pretrain_projection_binds_and_the_control_skips_resampling(small):
     lay, M = small
     # a large initial scale: the first projection acts (||W0|| is far above 1)
     W, _ = utr.pretrain(
-        lay, M, [0, 1], 1, 8, 0.5, gen(7), dtype=F64, init_scale=2.0, resample_u=False
+        lay,
+        M,
+        tasks=[0, 1],
+        steps=1,
+        batch=8,
+        lr=0.5,
+        generator=gen(7),
+        dtype=F64,
+        init_scale=2.0,
+        resample_u=False,
     )
     g = gen(7)
     W0 = 2.0 * torch.randn(lay.k, lay.d, generator=g, dtype=F64)
@@ -119,24 +134,28 @@ def test_pretrain_projection_binds_and_the_control_skips_resampling(small):
 
 def test_pretrain_runs_in_float32_by_default(small):
     lay, M = small
-    W, trace = utr.pretrain(lay, M, [0, 1], 2, 16, 0.7, gen(5))
+    W, trace = utr.pretrain(lay, M, tasks=[0, 1], steps=2, batch=16, lr=0.7, generator=gen(5))
     assert W.dtype == torch.float32 and W.shape == (lay.k, lay.d)
-    W64, tr64 = utr.pretrain(lay, M, [0, 1], 2, 16, 0.7, gen(5), dtype=F64)
+    W64, tr64 = utr.pretrain(
+        lay, M, tasks=[0, 1], steps=2, batch=16, lr=0.7, generator=gen(5), dtype=F64
+    )
     assert torch.allclose(W.double(), W64, atol=1e-5) and trace == pytest.approx(tr64, rel=1e-5)
 
 
 def test_pretrain_checks_its_arguments_at_the_boundaries(small):
     lay, M = small
     # the smallest allowed values run: one step, a batch of two, any positive lr
-    W, trace = utr.pretrain(lay, M, [0], 1, 2, 0.5, gen(0), dtype=F64)
+    W, trace = utr.pretrain(
+        lay, M, tasks=[0], steps=1, batch=2, lr=0.5, generator=gen(0), dtype=F64
+    )
     assert len(trace) == 1 and W.shape == (lay.k, lay.d)
-    utr.pretrain(lay, M, [0], 1, 2, 1.5, gen(0))
+    utr.pretrain(lay, M, tasks=[0], steps=1, batch=2, lr=1.5, generator=gen(0))
     msg = r"parameters steps=1, batch=1, lr=1.0: need steps >= 1, batch >= 2, lr > 0"
     with pytest.raises(ValueError, match=msg):
-        utr.pretrain(lay, M, [0], 1, 1, 1.0, gen(0))
+        utr.pretrain(lay, M, tasks=[0], steps=1, batch=1, lr=1.0, generator=gen(0))
     for steps, batch, lr in ((0, 4, 1.0), (1, 4, 0.0), (1, 4, -1.0)):
         with pytest.raises(ValueError, match="need steps >= 1"):
-            utr.pretrain(lay, M, [0], steps, batch, lr, gen(0))
+            utr.pretrain(lay, M, tasks=[0], steps=steps, batch=batch, lr=lr, generator=gen(0))
 
 
 def test_cr_finetune_steps_project_onto_the_ball_with_the_stated_tolerance(small):
@@ -144,7 +163,17 @@ def test_cr_finetune_steps_project_onto_the_ball_with_the_stated_tolerance(small
     W_star = uth.representation(uth.theory_loadings(lay, [0, 1]), M, k=lay.k)
     for gamma, fro in ((0.2, None), (0.2, 1.9)):
         W, trace = utr.cr_finetune(
-            lay, M, W_star, 0, gamma, 2, 32, 2.0, gen(15), dtype=F64, fro=fro
+            lay,
+            M,
+            W_star=W_star,
+            target=0,
+            gamma=gamma,
+            steps=2,
+            batch=32,
+            lr=2.0,
+            generator=gen(15),
+            dtype=F64,
+            fro=fro,
         )
         # CR_TOL = 1e-5 is the module's stated constant; at 1e-6 Dykstra stops ~1e-6 further on
         proj = lambda V: uth.project_cr(V, W_star, gamma, fro, tol=1e-5)  # noqa: E731
@@ -154,8 +183,21 @@ def test_cr_finetune_steps_project_onto_the_ball_with_the_stated_tolerance(small
     # the Frobenius cap is active: W lies on it (the source's set would leave it above)
     assert float(W.norm()) == pytest.approx(1.9, abs=1e-9)
     # float32 by default
-    W32, _ = utr.cr_finetune(lay, M, W_star, 0, 0.2, 2, 32, 2.0, gen(15))
-    W64, _ = utr.cr_finetune(lay, M, W_star, 0, 0.2, 2, 32, 2.0, gen(15), dtype=F64)
+    W32, _ = utr.cr_finetune(
+        lay, M, W_star=W_star, target=0, gamma=0.2, steps=2, batch=32, lr=2.0, generator=gen(15)
+    )
+    W64, _ = utr.cr_finetune(
+        lay,
+        M,
+        W_star=W_star,
+        target=0,
+        gamma=0.2,
+        steps=2,
+        batch=32,
+        lr=2.0,
+        generator=gen(15),
+        dtype=F64,
+    )
     assert W32.dtype == torch.float32 and torch.allclose(W32.double(), W64, atol=1e-4)
 
 
@@ -163,9 +205,31 @@ def test_cr_finetune_all_passes_the_frobenius_cap(small):
     lay, M = small
     W_star = uth.representation(uth.theory_loadings(lay, [0, 1]), M, k=lay.k)
     # a wide ball (gamma = 1): the cap alone binds, and Dykstra stops after a few rounds
-    outs = utr.cr_finetune_all(lay, M, [W_star], 0, 1.0, 1, 32, 2.0, lambda sd: 40 + sd, fro=1.8)
+    outs = utr.cr_finetune_all(
+        lay,
+        M,
+        Ws=[W_star],
+        target=0,
+        gamma=1.0,
+        steps=1,
+        batch=32,
+        lr=2.0,
+        seed_of=lambda sd: 40 + sd,
+        fro=1.8,
+    )
     for sd, W in enumerate(outs):
-        one, _ = utr.cr_finetune(lay, M, W_star, 0, 1.0, 1, 32, 2.0, gen(40 + sd), fro=1.8)
+        one, _ = utr.cr_finetune(
+            lay,
+            M,
+            W_star=W_star,
+            target=0,
+            gamma=1.0,
+            steps=1,
+            batch=32,
+            lr=2.0,
+            generator=gen(40 + sd),
+            fro=1.8,
+        )
         assert W.dtype == F64 and torch.allclose(W, one.double())
         assert float(W.norm()) == pytest.approx(1.8, abs=1e-4)
 
@@ -180,10 +244,26 @@ def test_progress_bars_are_labelled_and_hidden_unless_asked(small, monkeypatch):
 
     monkeypatch.setattr(utr, "progress_bar", spy)
     W_star = uth.representation(uth.theory_loadings(lay, [0, 1]), M, k=lay.k)
-    utr.pretrain(lay, M, [0], 1, 4, 0.5, gen(0))
-    utr.pretrain(lay, M, [0], 1, 4, 0.5, gen(0), progress=True, desc="pre")
-    utr.cr_finetune(lay, M, W_star, 0, 0.2, 1, 4, 0.5, gen(0))
-    utr.cr_finetune(lay, M, W_star, 0, 0.2, 1, 4, 0.5, gen(0), progress=True, desc="cr")
+    utr.pretrain(lay, M, tasks=[0], steps=1, batch=4, lr=0.5, generator=gen(0))
+    utr.pretrain(
+        lay, M, tasks=[0], steps=1, batch=4, lr=0.5, generator=gen(0), progress=True, desc="pre"
+    )
+    utr.cr_finetune(
+        lay, M, W_star=W_star, target=0, gamma=0.2, steps=1, batch=4, lr=0.5, generator=gen(0)
+    )
+    utr.cr_finetune(
+        lay,
+        M,
+        W_star=W_star,
+        target=0,
+        gamma=0.2,
+        steps=1,
+        batch=4,
+        lr=0.5,
+        generator=gen(0),
+        progress=True,
+        desc="cr",
+    )
     assert calls == [
         {"desc": "pre-training", "disable": True, "leave": False},
         {"desc": "pre", "disable": False, "leave": False},

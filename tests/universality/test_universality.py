@@ -87,17 +87,21 @@ def test_theory_loadings_and_representation(lay):
 
 def test_probe_norm_and_rademacher():
     assert uth.probe_norm(0.3, 0.7, 0.5, 0.25) == pytest.approx(math.sqrt(0.6 + 2.8))
-    lead = uth.rademacher_leading(0.5, 0.5, 1.0, 0.25, 5, 10, 10)
+    lead = uth.rademacher_leading(0.5, 0.5, alpha=1.0, beta=0.25, s=5, r=10, m=10)
     assert lead == pytest.approx(math.sqrt((0.5 + 2.0) * (5 + 1.25) / 10))
-    mc, se = uth.rademacher_mc(1.0, 0.25, 0.5, 0.5, 5, 10, 10, 20000, gen(7))
+    mc, se = uth.rademacher_mc(
+        1.0, 0.25, v1=0.5, v2=0.5, s=5, r=10, m=10, draws=20000, generator=gen(7)
+    )
     assert mc <= lead and mc > 0.9 * lead  # Jensen, and close for r = 10
     # the variance of sum_i sqrt(alpha) z_j is m alpha, not m alpha^2 (Lemma F.5's typo)
-    mc_alpha_sq, _ = uth.rademacher_mc(0.25, 0.25, 0.5, 0.5, 5, 10, 10, 20000, gen(7))
+    mc_alpha_sq, _ = uth.rademacher_mc(
+        0.25, 0.25, v1=0.5, v2=0.5, s=5, r=10, m=10, draws=20000, generator=gen(7)
+    )
     assert mc_alpha_sq == pytest.approx(
-        uth.rademacher_leading(0.5, 0.5, 0.25, 0.25, 5, 10, 10), rel=0.05
+        uth.rademacher_leading(0.5, 0.5, alpha=0.25, beta=0.25, s=5, r=10, m=10), rel=0.05
     )
     # the Poincare lower bound: sqrt(mu - m max(alpha, beta)) times B/m, below the Monte Carlo
-    low = uth.rademacher_lower(0.5, 0.5, 1.0, 0.25, 5, 10, 10)
+    low = uth.rademacher_lower(0.5, 0.5, alpha=1.0, beta=0.25, s=5, r=10, m=10)
     assert low == pytest.approx(uth.probe_norm(0.5, 0.5, 1.0, 0.25) / 10 * math.sqrt(62.5 - 10))
     assert low <= mc <= lead
     # with alpha in place of sqrt(alpha) (the slip), E||X|| at alpha = beta = 1/2 leaves the band
@@ -109,7 +113,7 @@ def test_probe_norm_and_rademacher():
             (torch.randn(20000, 10, generator=gen(8)) * 0.5 * math.sqrt(10)).norm(dim=-1).mean()
         )
     )
-    assert slip < uth.rademacher_lower(0.5, 0.5, 0.5, 0.5, 5, 10, 10)
+    assert slip < uth.rademacher_lower(0.5, 0.5, alpha=0.5, beta=0.5, s=5, r=10, m=10)
 
 
 def test_cr_sqrt_beta():
@@ -154,7 +158,9 @@ def test_project_cr_meets_both_constraints():
 
 
 def test_mixture_objective_minimum_at_one_for_logistic():
-    f, se = uth.mixture_objective([0.0, 0.5, 0.9, 1.0], 3, 6, 3, 50_000, gen(11))
+    f, se = uth.mixture_objective(
+        [0.0, 0.5, 0.9, 1.0], 3, r=6, T=3, samples=50_000, generator=gen(11)
+    )
     assert float(f[-1]) < float(f[:-1].min())
     assert float(se[-1]) == 0.0 and (se[:-1] > 0).all()
 
@@ -201,7 +207,7 @@ def test_xor_example():
 def test_pretraining_reaches_the_closed_forms():
     lay = ud.Layout(2, 4, 2, 2)
     M = ud.dictionary(lay.d, gen(12))
-    W, trace = utr.pretrain(lay, M, [0, 1], 120, 256, 2.0, gen(13))
+    W, trace = utr.pretrain(lay, M, tasks=[0, 1], steps=120, batch=256, lr=2.0, generator=gen(13))
     a2 = uth.loadings(W.double(), M)
     assert float(a2[lay.shared()].mean()) == pytest.approx(1.0, abs=0.03)
     assert float(a2[lay.private(0)].mean()) == pytest.approx(0.5, abs=0.05)
@@ -210,13 +216,15 @@ def test_pretraining_reaches_the_closed_forms():
     sv = torch.linalg.svdvals(W.double())
     assert sv.max() <= 1 + 1e-5 and float((sv**2).sum()) <= lay.r + 1e-4
     with pytest.raises(ValueError):
-        utr.pretrain(lay, M, [0], 0, 256, 2.0, gen(0))
+        utr.pretrain(lay, M, tasks=[0], steps=0, batch=256, lr=2.0, generator=gen(0))
 
 
 def test_control_without_resampling_encodes_the_spurious_features():
     lay = ud.Layout(2, 4, 2, 2)
     M = ud.dictionary(lay.d, gen(12))
-    W, _ = utr.pretrain(lay, M, [0, 1], 120, 256, 2.0, gen(13), resample_u=False)
+    W, _ = utr.pretrain(
+        lay, M, tasks=[0, 1], steps=120, batch=256, lr=2.0, generator=gen(13), resample_u=False
+    )
     assert float(uth.loadings(W.double(), M)[lay.spurious()].mean()) > 0.2
 
 
@@ -224,12 +232,20 @@ def test_sweep_and_target_errors_match_the_single_calls(lay):
     M = ud.dictionary(lay.d, gen(16))
     U = ud.task_vectors(lay, gen(17))
     reps = {K: [uth.representation(uth.theory_loadings(lay, range(K)), M, k=lay.k)] for K in (1, 3)}
-    pts = ux.tradeoff_sweep(reps, M, lay, U, 2, 6, 50, lambda K, sd: 10 * K + sd)
+    pts = ux.tradeoff_sweep(
+        reps, M, layout=lay, U=U, m_target=2, m_univ=6, trials=50, seed_of=lambda K, sd: 10 * K + sd
+    )
     assert pts.shape == (2, 1, 2)
-    one = ux.tradeoff_point(reps[3][0], M, lay, U, 0, 2, 6, 50, gen(30))
+    one = ux.tradeoff_point(
+        reps[3][0], M, layout=lay, U=U, target=0, m_target=2, m_univ=6, trials=50, generator=gen(30)
+    )
     assert tuple(pts[1, 0]) == pytest.approx(one)
-    errs = ux.target_errors(reps[3], M, lay, U[0], 2, 50, lambda sd: 30)
-    acc = ux.probe_accuracy(reps[3][0], M, lay, U[0], 0, 2, 50, gen(30))
+    errs = ux.target_errors(
+        reps[3], M, layout=lay, u_star=U[0], m=2, trials=50, seed_of=lambda sd: 30
+    )
+    acc = ux.probe_accuracy(
+        reps[3][0], M, layout=lay, u_star=U[0], task=0, m=2, trials=50, generator=gen(30)
+    )
     assert errs[0] == pytest.approx(1 - float(acc.mean()))
     assert errs[0] > 0.01  # two labels do not recover the task
 
@@ -238,15 +254,31 @@ def test_excess_curve_and_cr_finetune_all_match_the_single_calls(lay):
     M = ud.dictionary(lay.d, gen(16))
     U = ud.task_vectors(lay, gen(17))
     W = uth.representation(uth.theory_loadings(lay, range(3)), M, k=lay.k)
-    curve = ux.excess_curve(W, M, lay, U[0], 0, [2, 8], 40, lambda m: 5 + m)
-    one = ux.probe_excess_mse(W, M, lay, U[0], 0, 2, 40, gen(7))
+    curve = ux.excess_curve(
+        W, M, layout=lay, u_star=U[0], task=0, m_values=[2, 8], trials=40, seed_of=lambda m: 5 + m
+    )
+    one = ux.probe_excess_mse(
+        W, M, layout=lay, u_star=U[0], task=0, m=2, trials=40, generator=gen(7)
+    )
     assert curve[0] == pytest.approx(float(one.mean())) and curve[0] > 0.01
     assert curve[1] == pytest.approx(0.0, abs=1e-12)  # m = r: exact
     lay2 = ud.Layout(2, 4, 2, 2)
     M2 = ud.dictionary(lay2.d, gen(14))
     W_star = uth.representation(uth.theory_loadings(lay2, [0, 1]), M2, k=lay2.k)
-    (Wa,) = utr.cr_finetune_all(lay2, M2, [W_star], 0, 0.2, 5, 64, 2.0, lambda sd: 15 + sd)
-    Wb, _ = utr.cr_finetune(lay2, M2, W_star, 0, 0.2, 5, 64, 2.0, gen(15))
+    (Wa,) = utr.cr_finetune_all(
+        lay2,
+        M2,
+        Ws=[W_star],
+        target=0,
+        gamma=0.2,
+        steps=5,
+        batch=64,
+        lr=2.0,
+        seed_of=lambda sd: 15 + sd,
+    )
+    Wb, _ = utr.cr_finetune(
+        lay2, M2, W_star=W_star, target=0, gamma=0.2, steps=5, batch=64, lr=2.0, generator=gen(15)
+    )
     assert Wa.dtype == torch.float64 and torch.allclose(Wa, Wb.double())
     assert not torch.allclose(Wa, W_star.double(), atol=1e-3)
 
@@ -255,14 +287,18 @@ def test_cr_finetune_raises_the_target_loading_within_the_ball():
     lay = ud.Layout(2, 4, 2, 2)
     M = ud.dictionary(lay.d, gen(14))
     W_star = uth.representation(uth.theory_loadings(lay, [0, 1]), M, k=lay.k)
-    Wc, _ = utr.cr_finetune(lay, M, W_star, 0, 0.2, 80, 256, 2.0, gen(15))
+    Wc, _ = utr.cr_finetune(
+        lay, M, W_star=W_star, target=0, gamma=0.2, steps=80, batch=256, lr=2.0, generator=gen(15)
+    )
     a2 = uth.loadings(Wc.double(), M)
     target = uth.cr_sqrt_beta(2, 2, 0.2)
     assert float(a2[lay.private(0)].sqrt().mean()) == pytest.approx(target, abs=0.03)
     assert float(a2[lay.private(1)].mean()) == pytest.approx(0.5, abs=0.03)
     assert float((Wc.double() - W_star).norm()) <= 0.2 + 1e-4
     with pytest.raises(ValueError, match="gamma"):
-        utr.cr_finetune(lay, M, W_star, 0, 0.0, 1, 4, 1.0, gen(0))
+        utr.cr_finetune(
+            lay, M, W_star=W_star, target=0, gamma=0.0, steps=1, batch=4, lr=1.0, generator=gen(0)
+        )
 
 
 def test_probes_on_closed_forms(lay):
@@ -272,20 +308,48 @@ def test_probes_on_closed_forms(lay):
     W_m = uth.representation(uth.theory_loadings(lay, range(3)), M, k=lay.k)
     # m >= r: exact recovery on task 0 for both
     for W in (W_t, W_m):
-        assert float(ux.probe_excess_mse(W, M, lay, U[0], 0, 6, 20, gen(18)).max()) < 1e-20
+        assert (
+            float(
+                ux.probe_excess_mse(
+                    W, M, layout=lay, u_star=U[0], task=0, m=6, trials=20, generator=gen(18)
+                ).max()
+            )
+            < 1e-20
+        )
     # m < r: the mixture costs more
-    e_t = float(ux.probe_excess_mse(W_t, M, lay, U[0], 0, 2, 2000, gen(19)).mean())
-    e_m = float(ux.probe_excess_mse(W_m, M, lay, U[0], 0, 2, 2000, gen(19)).mean())
+    e_t = float(
+        ux.probe_excess_mse(
+            W_t, M, layout=lay, u_star=U[0], task=0, m=2, trials=2000, generator=gen(19)
+        ).mean()
+    )
+    e_m = float(
+        ux.probe_excess_mse(
+            W_m, M, layout=lay, u_star=U[0], task=0, m=2, trials=2000, generator=gen(19)
+        ).mean()
+    )
     assert e_m > e_t + 0.02
     # the target-only representation misses v_2 = 1/2 on task 1, however many labels
-    other = ux.probe_excess_mse(W_t, M, lay, U[1], 1, 20, 20, gen(20))
+    other = ux.probe_excess_mse(
+        W_t, M, layout=lay, u_star=U[1], task=1, m=20, trials=20, generator=gen(20)
+    )
     assert float(other.min()) >= 0.5 - 1e-9 and float(other.mean()) < 0.6
     # accuracies: exact recovery gives 1, the S-only probe gives 1 - (pi/4)/pi = 0.75
-    assert float(ux.probe_accuracy(W_m, M, lay, U[1], 1, 400, 5, gen(21)).min()) > 0.93
-    acc = ux.probe_accuracy(W_t, M, lay, U[1], 1, 4000, 2, gen(22))
+    assert (
+        float(
+            ux.probe_accuracy(
+                W_m, M, layout=lay, u_star=U[1], task=1, m=400, trials=5, generator=gen(21)
+            ).min()
+        )
+        > 0.93
+    )
+    acc = ux.probe_accuracy(
+        W_t, M, layout=lay, u_star=U[1], task=1, m=4000, trials=2, generator=gen(22)
+    )
     assert float(acc.mean()) == pytest.approx(0.75, abs=0.02)
     with pytest.raises(ValueError, match="'m'"):
-        ux.probe_excess_mse(W_t, M, lay, U[0], 0, 0, 2, gen(0))
+        ux.probe_excess_mse(
+            W_t, M, layout=lay, u_star=U[0], task=0, m=0, trials=2, generator=gen(0)
+        )
 
 
 def test_decisions():
@@ -335,14 +399,39 @@ def test_ridge_probe_ignores_features_encoded_only_by_initialisation(lay):
     a2 = uth.theory_loadings(lay, [0])
     a2[lay.private(1)] = 1e-8  # what a zero-gradient coordinate keeps from a small initialisation
     W = uth.representation(a2, M, k=lay.k)
-    least_norm = float(ux.probe_accuracy(W, M, lay, U[1], 1, 400, 4, gen(25)).mean())
-    ridge = float(ux.probe_accuracy(W, M, lay, U[1], 1, 400, 4, gen(25), ridge=1e-3).mean())
+    least_norm = float(
+        ux.probe_accuracy(
+            W, M, layout=lay, u_star=U[1], task=1, m=400, trials=4, generator=gen(25)
+        ).mean()
+    )
+    ridge = float(
+        ux.probe_accuracy(
+            W, M, layout=lay, u_star=U[1], task=1, m=400, trials=4, generator=gen(25), ridge=1e-3
+        ).mean()
+    )
     assert least_norm > 0.93 and ridge == pytest.approx(0.75, abs=0.03)
     # on a feature encoded at weight 1/T the ridge probe is still accurate
     W_m = uth.representation(uth.theory_loadings(lay, range(3)), M, k=lay.k)
-    assert float(ux.probe_accuracy(W_m, M, lay, U[1], 1, 400, 4, gen(26), ridge=1e-3).mean()) > 0.9
+    assert (
+        float(
+            ux.probe_accuracy(
+                W_m,
+                M,
+                layout=lay,
+                u_star=U[1],
+                task=1,
+                m=400,
+                trials=4,
+                generator=gen(26),
+                ridge=1e-3,
+            ).mean()
+        )
+        > 0.9
+    )
     with pytest.raises(ValueError, match="'ridge'"):
-        ux.probe_accuracy(W, M, lay, U[1], 1, 4, 2, gen(0), ridge=-1.0)
+        ux.probe_accuracy(
+            W, M, layout=lay, u_star=U[1], task=1, m=4, trials=2, generator=gen(0), ridge=-1.0
+        )
 
 
 @pytest.mark.parametrize("seed,fro", [(30, 1.5), (31, 2.2), (32, 0.7)])
@@ -391,7 +480,7 @@ def test_finite_loss_is_ln2_for_a_constant_representation():
 
 def test_theorem_7_2_search_returns_losses_it_can_reach():
     p_r, p_u = usym.finite_model(3, 2, gen(4))
-    out = usym.theorem_7_2_spurious(p_r, p_u, 2, 1.0, 3, 50, gen(5))
+    out = usym.theorem_7_2_spurious(p_r, p_u, k=2, norm=1.0, restarts=3, steps=50, generator=gen(5))
     # the invariant family is inside the free one: the free optimum cannot be much worse
     assert out["free"] <= out["invariant"] + 1e-6
     assert out["free"] < math.log(2)  # better than a constant representation

@@ -20,7 +20,17 @@ def _build():
     x, y, dom = data.sample_domains(cfg.task_n, cfg.task_r, cfg.task_d, list(cfg.task_gammas), g)
 
     def step():
-        training.train_gated(x, y, dom, "nu", cfg.task_nu, PER_CALL, cfg.task_batch, cfg.task_lr, g)
+        training.train_gated(
+            x,
+            y,
+            domain=dom,
+            method="nu",
+            lam=cfg.task_nu,
+            steps=PER_CALL,
+            batch_per_domain=cfg.task_batch,
+            lr=cfg.task_lr,
+            generator=g,
+        )
 
     return step
 

@@ -44,6 +44,7 @@ def sample_features(
 def sample_sums(
     n: int,
     r: int,
+    *,
     d: int,
     gamma: float,
     generator: torch.Generator,

@@ -66,6 +66,7 @@ class PopulationSweep:
 def population_sweep(
     r: int,
     d: int,
+    *,
     gamma: float,
     lambdas,
     samples: int,
@@ -79,13 +80,17 @@ def population_sweep(
     shape = (repeats, len(lambdas))
     out = {k: np.zeros(shape) for k in ("a", "b", "o", "a1", "b1", "s1", "se1", "o1")}
     for k in progress_bar(range(repeats), desc="population repeats", disable=not progress):
-        s_r, s_u = data.sample_sums(samples, r, d, gamma, generator, device=device)
-        o_r, o_u = data.sample_sums(samples, r, d, -gamma, generator, device=device)
+        s_r, s_u = data.sample_sums(
+            samples, r, d=d, gamma=gamma, generator=generator, device=device
+        )
+        o_r, o_u = data.sample_sums(
+            samples, r, d=d, gamma=-gamma, generator=generator, device=device
+        )
         for j, lam in enumerate(lambdas):
-            opt = theory.solve_l2(s_r, s_u, lam, r, d)
+            opt = theory.solve_l2(s_r, s_u, lam=lam, r=r, d=d)
             out["a"][k, j], out["b"][k, j] = opt.alpha, opt.beta
             out["o"][k, j] = theory.ood_correct(opt.alpha, opt.beta, o_r, o_u)
-            l1 = theory.solve_l1(s_r, s_u, lam, r, d, gamma)
+            l1 = theory.solve_l1(s_r, s_u, lam=lam, r=r, d=d, gamma=gamma)
             out["a1"][k, j], out["b1"][k, j], out["s1"][k, j], out["se1"][k, j] = (
                 l1.alpha,
                 l1.beta,
@@ -116,7 +121,7 @@ def domain_gammas(gamma_bar: float, count: int, spread: float) -> list[float]:
 
 
 def sample_sums_domains(
-    n: int, r: int, d: int, gammas, generator: torch.Generator, chunk: int = 10_000, device=None
+    n: int, r: int, *, d: int, gammas, generator: torch.Generator, chunk: int = 10_000, device=None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(S_R, S_U) for n draws from a mixture of domains: per example a domain e is drawn uniformly
     from ``gammas``, then the environmental coordinates from D_{gamma_e} (Section 6.2.1's
@@ -147,6 +152,7 @@ class DomainSweep:
 def domain_sweep(
     r: int,
     d: int,
+    *,
     gamma_bar: float,
     spread: float,
     counts,
@@ -164,13 +170,17 @@ def domain_sweep(
     l2, l1, k2 = np.zeros(shape), np.zeros(shape), np.zeros(shape)
     gam = {c: domain_gammas(gamma_bar, c, spread) for c in counts}
     for k in progress_bar(range(repeats), desc="domain sweep repeats", disable=not progress):
-        o_r, o_u = data.sample_sums(samples, r, d, -gamma_bar, generator, device=device)
+        o_r, o_u = data.sample_sums(
+            samples, r, d=d, gamma=-gamma_bar, generator=generator, device=device
+        )
         for j, c in enumerate(counts):
-            s_r, s_u = sample_sums_domains(samples, r, d, gam[c], generator, device=device)
-            opt = theory.solve_l2(s_r, s_u, lam_l2, r, d)
+            s_r, s_u = sample_sums_domains(
+                samples, r, d=d, gammas=gam[c], generator=generator, device=device
+            )
+            opt = theory.solve_l2(s_r, s_u, lam=lam_l2, r=r, d=d)
             k2[k, j] = theory.ood_correct(opt.alpha, opt.beta, o_r, o_u)
             l2[k, j] = k2[k, j] / samples
-            o1 = theory.solve_l1(s_r, s_u, lam_l1, r, d, gamma_bar)
+            o1 = theory.solve_l1(s_r, s_u, lam=lam_l1, r=r, d=d, gamma=gamma_bar)
             l1[k, j] = theory.ood_correct(o1.alpha, o1.beta, o_r, o_u) / samples
     return DomainSweep(tuple(counts), gam, l2, l1, k2)
 
@@ -187,6 +197,7 @@ class DSweep:
 def d_sweep(
     r: int,
     d_values,
+    *,
     gamma: float,
     lam: float,
     samples: int,
@@ -200,9 +211,13 @@ def d_sweep(
     a, b, acc, normal = (np.zeros(shape) for _ in range(4))
     for k in progress_bar(range(repeats), desc="d sweep repeats", disable=not progress):
         for j, d in enumerate(d_values):
-            s_r, s_u = data.sample_sums(samples, r, d, gamma, generator, device=device)
-            o_r, o_u = data.sample_sums(samples, r, d, -gamma, generator, device=device)
-            opt = theory.solve_l2(s_r, s_u, lam, r, d)
+            s_r, s_u = data.sample_sums(
+                samples, r, d=d, gamma=gamma, generator=generator, device=device
+            )
+            o_r, o_u = data.sample_sums(
+                samples, r, d=d, gamma=-gamma, generator=generator, device=device
+            )
+            opt = theory.solve_l2(s_r, s_u, lam=lam, r=r, d=d)
             a[k, j], b[k, j] = opt.alpha, opt.beta
             acc[k, j] = theory.ood_correct(opt.alpha, opt.beta, o_r, o_u) / samples
             normal[k, j] = theory.normal_ood_accuracy(opt.alpha, opt.beta, r, d, gamma)
@@ -221,6 +236,7 @@ class TwoDResult:
 def two_d_experiment(
     n: int,
     n_test: int,
+    *,
     steps: int,
     lr: float,
     lam: float,
@@ -243,7 +259,14 @@ def two_d_experiment(
         for method, weight in (("ERM", 0.0), ("ERM-NU", lam)):
             gen.set_state(init)  # both methods start from the same initialisation
             run = training.train_two_d(
-                x, y, weight, steps, lr, gen, progress=progress, desc=f"2-D {method} seed {s}"
+                x,
+                y,
+                lam=weight,
+                steps=steps,
+                lr=lr,
+                generator=gen,
+                progress=progress,
+                desc=f"2-D {method} seed {s}",
             )
             w = run.direction()
             res.id_acc.setdefault(method, []).append(run.accuracy(xi, yi))
@@ -289,13 +312,13 @@ def task_experiment(
             run = training.train_gated(
                 x,
                 y,
-                dom,
-                method,
-                lam,
-                c["steps"],
-                c["batch"],
-                c["lr"],
-                gen,
+                domain=dom,
+                method=method,
+                lam=lam,
+                steps=c["steps"],
+                batch_per_domain=c["batch"],
+                lr=c["lr"],
+                generator=gen,
                 progress=progress,
                 desc=f"{name} seed {s}",
             )

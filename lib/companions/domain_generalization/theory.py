@@ -28,7 +28,7 @@ def logistic_derivative(z: torch.Tensor) -> torch.Tensor:
 
 # -- ERM-l2 and ERM-l1 in the reduced (alpha, beta) form
 def l2_objective(
-    alpha: float, beta: float, s_r: torch.Tensor, s_u: torch.Tensor, lam: float, r: int, d: int
+    alpha: float, beta: float, *, s_r: torch.Tensor, s_u: torch.Tensor, lam: float, r: int, d: int
 ) -> float:
     """L^lam(alpha, beta) of (E.10): Monte Carlo mean of l(alpha S_R + beta S_U) plus penalty."""
     loss = logistic(alpha * s_r + beta * s_u).mean()
@@ -72,6 +72,7 @@ def _newton(
 def solve_l2(
     s_r: torch.Tensor,
     s_u: torch.Tensor,
+    *,
     lam: float,
     r: int,
     d: int,
@@ -151,6 +152,7 @@ class L1Optimum:
 def solve_l1(
     s_r: torch.Tensor,
     s_u: torch.Tensor,
+    *,
     lam: float,
     r: int,
     d: int,

@@ -60,6 +60,7 @@ class GatedRun:
 def train_gated(
     x: torch.Tensor,
     y: torch.Tensor,
+    *,
     domain: torch.Tensor,
     method: str,
     lam: float,
@@ -126,6 +127,7 @@ class TwoDRun:
 def train_two_d(
     x: torch.Tensor,
     y: torch.Tensor,
+    *,
     lam: float,
     steps: int,
     lr: float,

@@ -23,7 +23,14 @@ def _build():
 
     def step():
         state["net"], _ = fx.run(
-            cfg, rt, "coarse", PER_CALL, tests, net=state["net"], offset=state["offset"], n_logs=1
+            cfg,
+            rt,
+            kind="coarse",
+            steps=PER_CALL,
+            tests=tests,
+            net=state["net"],
+            offset=state["offset"],
+            n_logs=1,
         )
         state["offset"] += 1
 

@@ -67,35 +67,75 @@ def labeller(kind: str, k: int, groups: int | None = None):
     raise ValueError(f"parameter 'kind' = {kind!r} is not allowed")
 
 
-def run(cfg, rt, kind: str, steps: int, tests, groups=None, B=None, offset=0, net=None, n_logs=None,
-        progress=True):  # fmt: skip
+def run(
+    cfg,
+    rt,
+    *,
+    kind: str,
+    steps: int,
+    tests,
+    groups=None,
+    B=None,
+    offset=0,
+    net=None,
+    n_logs=None,
+    progress=True,
+):
     """Initialise (unless ``net`` is given) and train one model of each seed. ``kind`` as in
     :func:`labeller`; returns ``(net, history)``."""
     dcfg = data_config(cfg)
     C = {"coarse": 2, "fine": 2 * cfg.k}.get(kind, 2 * (groups or 1))
     if net is None:
         net = fmodel.init(
-            cfg.seeds, C, cfg.m, cfg.d, cfg.sigma0, cfg.tau, rt.generator(100 + offset),
+            cfg.seeds,
+            C,
+            m=cfg.m,
+            d=cfg.d,
+            sigma0=cfg.sigma0,
+            tau=cfg.tau,
+            g=rt.generator(100 + offset),
             device=rt.device,
-        )  # fmt: skip
+        )
     hist = ftrain.train(
-        net, dcfg, steps, cfg.N, cfg.eta, cfg.lam_b, labeller(kind, cfg.k, groups),
-        rt.generator(200 + offset), log_times(steps, n_logs or cfg.n_logs), tests,
-        cfg.tau * cfg.sigma0, slack(cfg), B=B, progress=progress,
-    )  # fmt: skip
+        net,
+        dcfg,
+        steps=steps,
+        N=cfg.N,
+        eta=cfg.eta,
+        lam_b=cfg.lam_b,
+        labels_of=labeller(kind, cfg.k, groups),
+        g=rt.generator(200 + offset),
+        log_times=log_times(steps, n_logs or cfg.n_logs),
+        tests=tests,
+        tau_sigma0=cfg.tau * cfg.sigma0,
+        delta=slack(cfg),
+        B=B,
+        progress=progress,
+    )
     return net, hist
 
 
-def finetune(cfg, rt, net, steps, tests, offset=0, progress=True):
+def finetune(cfg, rt, *, net, steps, tests, offset=0, progress=True):
     """Fine-tuning (the remark after Theorem G.3, eqs. 234-235): keep training the fine model on
     coarse labels through ``hat F = max_c F_{y,c}`` with the same SGD and bias rule."""
     dcfg = data_config(cfg)
     groups = net.C // 2
     hist = ftrain.train(
-        net, dcfg, steps, cfg.N, cfg.eta, cfg.lam_b, labeller("coarse", cfg.k),
-        rt.generator(300 + offset), log_times(steps, cfg.n_logs), tests, cfg.tau * cfg.sigma0,
-        slack(cfg), scores_fn=lambda F: fmodel.aggregate(F, groups, "max"), progress=progress,
-    )  # fmt: skip
+        net,
+        dcfg,
+        steps=steps,
+        N=cfg.N,
+        eta=cfg.eta,
+        lam_b=cfg.lam_b,
+        labels_of=labeller("coarse", cfg.k),
+        g=rt.generator(300 + offset),
+        log_times=log_times(steps, cfg.n_logs),
+        tests=tests,
+        tau_sigma0=cfg.tau * cfg.sigma0,
+        delta=slack(cfg),
+        scores_fn=lambda F: fmodel.aggregate(F, groups, "max"),
+        progress=progress,
+    )
     return hist
 
 
@@ -158,7 +198,7 @@ def active_counts(net, k):
     return (pre > 0).reshape(S, net.C, net.m, -1).sum(2)
 
 
-def phase_grid(cfg, rt, nets: dict, alphas, s_daggers, n, offset=0):
+def phase_grid(cfg, rt, *, nets: dict, alphas, s_daggers, n, offset=0):
     """Hard-sample accuracy of each trained model over mean alpha^dagger x s^dagger (test-only
     knobs: the models are trained once). ``{name: array (len(s), len(alpha), S)}``."""
     out = {name: np.zeros((len(s_daggers), len(alphas), cfg.seeds)) for name in nets}

@@ -31,6 +31,7 @@ class Net:
 def init(
     S: int,
     C: int,
+    *,
     m: int,
     d: int,
     sigma0: float,

@@ -91,7 +91,7 @@ def fine_step_ratio(k: int, logit_own: float, logit_cross: float) -> float:
     return ((1 - logit_own) - (k - 1) * logit_cross) / (1 - logit_own)
 
 
-def coarse_log_slope(eta, s_star, P, n_common, n_fine, k, lam_b):
+def coarse_log_slope(eta, s_star, *, P, n_common, n_fine, k, lam_b):
     """This book's slope ``C_eff`` of ``exp(F) + F`` against ``t`` after the transient
     (Lemma E.4's ODE with the exact logistic factor):
     ``eta s*^2 (n_c + n_f / k)(1 - 1/lam_b)/(2P)``,
@@ -161,7 +161,7 @@ def feature_noise_onset(w0: float, tau: float, alpha: float, lam_b: float) -> fl
     return max(0.0, (tau - alpha * w0) / (alpha - 1 / lam_b))
 
 
-def early_window_growth(w0, tau, alpha, lam_b, s_star, s_dagger, k) -> float:
+def early_window_growth(w0, tau, *, alpha, lam_b, s_star, s_dagger, k) -> float:
     """This book's end of Theorem 5.1's early window (D3): the common growth ``A`` (units of
     sigma0) at which the wrong output's response to the ``s_dagger`` feature-noise patches,
     ``s_dagger (alpha (w0 + A) - tau - A / lam_b)``, overtakes the right output's response to the

@@ -34,6 +34,7 @@ def label_dL_dF(scores_fn, F: torch.Tensor, labels: torch.Tensor) -> torch.Tenso
 def sgd_step(
     net: fmodel.Net,
     X: torch.Tensor,
+    *,
     labels: torch.Tensor,
     eta: float,
     lam_b: float,
@@ -124,6 +125,7 @@ def evaluate(net, tests, how="max", scores=False):
 def train(
     net: fmodel.Net,
     dcfg: fdata.DataConfig,
+    *,
     steps: int,
     N: int,
     eta: float,
@@ -226,7 +228,15 @@ def train(
                 for name, a in evaluate(net, tests, how).items():
                     at_T0[name][new] = a.cpu()[new]
 
-        sgd_step(net, X, lab, eta, lam_b, scores_fn, stop_time if B is not None else None)
+        sgd_step(
+            net,
+            X,
+            labels=lab,
+            eta=eta,
+            lam_b=lam_b,
+            scores_fn=scores_fn,
+            before_update=stop_time if B is not None else None,
+        )
     out = {
         "t": torch.tensor(hist["t"]),
         "acc": {n: torch.stack(v) for n, v in hist["acc"].items()},

@@ -41,6 +41,7 @@ def random_unit_neurons(
 def single_neuron_ascent(
     p: int,
     k: int,
+    *,
     starts: int,
     steps: int,
     generator: torch.Generator,

@@ -18,18 +18,22 @@ def step_flops(p: int, k: int, runs: int, width: int, batch: int = 0) -> float:
     return runs * 3 * 2 * n * width * p
 
 
-def trainer(p, k, widths, regularizer, dtype=torch.float32, batch=0, lam=1e-3, wd=0.0, seed=0):
+def trainer(p, k, *, widths, regularizer, dtype=torch.float32, batch=0, lam=1e-3, wd=0.0, seed=0):
     """``step()`` of :func:`companions.fourier.training.train` with these settings."""
 
     def build():
         g = torch.Generator().manual_seed(seed)
-        U, W = init_network(len(widths), max(widths), p, k, g, widths, dtype)
+        U, W = init_network(
+            len(widths), max(widths), p=p, k=k, generator=g, widths=widths, dtype=dtype
+        )
         E, W = table(U).requires_grad_(True), W.requires_grad_(True)
         if regularizer == "adamw":
             opt = torch.optim.AdamW([E, W], lr=1e-3, betas=(0.9, 0.98), weight_decay=wd)
         else:
             opt = torch.optim.Adam([E, W], lr=1e-3)
-        step = training_step(p, k, E, W, opt, g, regularizer, lam, batch)
+        step = training_step(
+            p, k, E=E, W=W, opt=opt, generator=g, regularizer=regularizer, lam=lam, batch=batch
+        )
         return lambda: step(1e-3)
 
     return build
@@ -46,7 +50,7 @@ def bench_cases() -> list[BenchCase]:
         BenchCase(
             "fourier",
             matched,
-            trainer(p, k, [m], "adamw", wd=1.0),
+            trainer(p, k, widths=[m], regularizer="adamw", wd=1.0),
             flops=step_flops(p, k, 1, m),
             note="float32 as the chapter now trains",
         ),
@@ -61,7 +65,7 @@ def bench_cases() -> list[BenchCase]:
         BenchCase(
             "fourier",
             "trainer p=97 k=2 m=500 AdamW full batch, float64",
-            trainer(p, k, [m], "adamw", dtype=torch.float64, wd=1.0),
+            trainer(p, k, widths=[m], regularizer="adamw", dtype=torch.float64, wd=1.0),
             flops=step_flops(p, k, 1, m),
             dtype="float64",
             note="float64, as the chapter trained before",
@@ -69,7 +73,7 @@ def bench_cases() -> list[BenchCase]:
         BenchCase(
             "fourier",
             f"fourier-training default: p={dp} k={dk} L_2,k+1 widths {widths}",
-            trainer(dp, dk, widths, "l2k1"),
+            trainer(dp, dk, widths=widths, regularizer="l2k1"),
             flops=step_flops(dp, dk, len(widths), max(widths)),
         ),
     ]

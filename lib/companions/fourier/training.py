@@ -54,6 +54,7 @@ class TrainRun:
 def init_network(
     runs: int,
     width: int,
+    *,
     p: int,
     k: int,
     generator: torch.Generator,
@@ -77,6 +78,7 @@ def init_network(
 def train(
     p: int,
     k: int,
+    *,
     widths: list[int],
     steps: int,
     lr: float,
@@ -126,7 +128,16 @@ def train(
     from companions.train import progress as progress_bar
 
     a, y = dataset(p, k, device=device)
-    U, W = init_network(len(widths), max(widths), p, k, generator, widths, dtype, device)
+    U, W = init_network(
+        len(widths),
+        max(widths),
+        p=p,
+        k=k,
+        generator=generator,
+        widths=widths,
+        dtype=dtype,
+        device=device,
+    )
     held_out = kept = None
     if train_fraction < 1:
         n_train = round(train_fraction * a.shape[0])
@@ -187,7 +198,18 @@ def train(
                 run.test_accuracy.append(hits[:, held_out[held_out < seen]].mean(-1).cpu())
 
     step = training_step(
-        p, k, E, W, opt, generator, regularizer, lam, batch, a_train, y_train, held_out is None
+        p,
+        k,
+        E=E,
+        W=W,
+        opt=opt,
+        generator=generator,
+        regularizer=regularizer,
+        lam=lam,
+        batch=batch,
+        a=a_train,
+        y=y_train,
+        whole_set=held_out is None,
     )
     bar = progress_bar(range(steps), desc=desc, disable=not progress, mininterval=0.5)
     for t in bar:
@@ -214,6 +236,7 @@ def train(
 def training_step(
     p,
     k,
+    *,
     E,
     W,
     opt,

@@ -11,10 +11,17 @@ from companions.gemfilter import complexity as gc
 from companions.gemfilter import model as gm
 
 
-def trainer(layers, width, heads, kv_heads, mlp, fillers, n, batch, seed=0):
+def trainer(layers, width, *, heads, kv_heads, mlp, fillers, n, batch, seed=0):
     def build():
         model = gm.build_model(
-            layers, width, heads, fillers, n, kv_heads=kv_heads, mlp=mlp, seed=seed
+            layers,
+            width,
+            heads=heads,
+            fillers=fillers,
+            max_len=n,
+            kv_heads=kv_heads,
+            mlp=mlp,
+            seed=seed,
         )
         model.train()
         g = torch.Generator().manual_seed(seed)
@@ -33,10 +40,16 @@ def trainer(layers, width, heads, kv_heads, mlp, fillers, n, batch, seed=0):
     return build
 
 
-def step_flops(layers, width, heads, kv_heads, mlp, fillers, n, batch) -> float:
+def step_flops(layers, width, *, heads, kv_heads, mlp, fillers, n, batch) -> float:
     """Forward FLOPs of a step (:func:`complexity.prefill_flops`) times three (forward and
     backward, the usual estimate)."""
-    return 3.0 * batch * gc.prefill_flops(n, layers, width, heads, kv_heads, mlp, fillers + 3)
+    return (
+        3.0
+        * batch
+        * gc.prefill_flops(
+            n, layers, width=width, heads=heads, kv_heads=kv_heads, mlp=mlp, vocab=fillers + 3
+        )
+    )
 
 
 def bench_cases() -> list[BenchCase]:

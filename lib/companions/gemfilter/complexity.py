@@ -129,7 +129,7 @@ def layer_flops(n_tokens: int, width: int, heads: int, kv_heads: int, mlp: int) 
 
 
 def prefill_flops(
-    n_tokens: int, layers: int, width: int, heads: int, kv_heads: int, mlp: int, vocab: int
+    n_tokens: int, layers: int, *, width: int, heads: int, kv_heads: int, mlp: int, vocab: int
 ) -> int:
     """FLOPs of a prefill of ``layers`` layers and the output head on the last position."""
     return layers * layer_flops(n_tokens, width, heads, kv_heads, mlp) + 2 * width * vocab

@@ -43,7 +43,7 @@ def _by_depth(hit: torch.Tensor, depths: int) -> np.ndarray:
 
 
 @torch.no_grad()
-def evaluate(model, ids, answer, pos, k, filter_layer, pool, depths, generator) -> dict:
+def evaluate(model, ids, *, answer, pos, k, filter_layer, pool, depths, generator) -> dict:
     """Every variant of :class:`SeedResult` on prompts ``ids`` (rows grouped by depth)."""
     m = len(model.model.layers)
     out = {"full": _by_depth(gm.answer_on(model, ids) == answer, depths)}
@@ -89,9 +89,9 @@ def needle_study(cfg, device, progress: bool = True) -> list[SeedResult]:
         model = gm.build_model(
             cfg.layers,
             cfg.width,
-            cfg.heads,
-            cfg.fillers,
-            cfg.n_test,
+            heads=cfg.heads,
+            fillers=cfg.fillers,
+            max_len=cfg.n_test,
             kv_heads=cfg.kv_heads,
             mlp=cfg.mlp,
             seed=s,
@@ -100,12 +100,12 @@ def needle_study(cfg, device, progress: bool = True) -> list[SeedResult]:
         hist = gm.train_needle(
             model,
             cfg.steps,
-            cfg.batch,
-            cfg.n_min,
-            cfg.n_train,
-            cfg.fillers,
-            cfg.lr,
-            g,
+            batch=cfg.batch,
+            n_min=cfg.n_min,
+            n_max=cfg.n_train,
+            fillers=cfg.fillers,
+            lr=cfg.lr,
+            generator=g,
             desc=f"training seed {s}",
             progress=progress,
         )
@@ -121,13 +121,13 @@ def needle_study(cfg, device, progress: bool = True) -> list[SeedResult]:
         ev = evaluate(
             model,
             ids.to(device),
-            answer.to(device),
-            pos.to(device),
-            cfg.k,
-            r,
-            cfg.pool,
-            len(cfg.depths),
-            gt,
+            answer=answer.to(device),
+            pos=pos.to(device),
+            k=cfg.k,
+            filter_layer=r,
+            pool=cfg.pool,
+            depths=len(cfg.depths),
+            generator=gt,
         )
         results.append(SeedResult(seed=s, r=r, train_loss=hist.loss, train_steps=hist.steps, **ev))
     return results
@@ -184,7 +184,7 @@ def generate_costs(model, ids: torch.Tensor, t: int, index: torch.Tensor | None 
 
 
 @torch.no_grad()
-def cost_sweep(model, n_values, k, t, r, fillers, generator) -> list[dict]:
+def cost_sweep(model, n_values, *, k, t, r, fillers, generator) -> list[dict]:
     """For each prompt length ``n``: standard generation (prefill ``n``, ``t`` steps) against
     GemFilter (first pass of ``r`` layers on ``n``, then prefill ``k`` and ``t`` steps), counted
     on ``model``; with the analytic counts of :mod:`companions.gemfilter.complexity`. The

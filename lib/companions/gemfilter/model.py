@@ -36,6 +36,7 @@ def special_ids(fillers: int) -> dict[str, int]:
 def build_model(
     layers: int,
     width: int,
+    *,
     heads: int,
     fillers: int,
     max_len: int,
@@ -121,6 +122,7 @@ def last_logits(model, ids: torch.Tensor) -> torch.Tensor:
 def train_needle(
     model,
     steps: int,
+    *,
     batch: int,
     n_min: int,
     n_max: int,

@@ -73,7 +73,16 @@ def cost_measurements(rows, cfg) -> dict:
     for row in rows:
         n = row["n"]
         gaps.append(
-            row["std"]["prefill_flops"] - gc.prefill_flops(n, cfg.layers, *shape, cfg.fillers + 3)
+            row["std"]["prefill_flops"]
+            - gc.prefill_flops(
+                n,
+                cfg.layers,
+                width=cfg.width,
+                heads=cfg.heads,
+                kv_heads=cfg.kv_heads,
+                mlp=cfg.mlp,
+                vocab=cfg.fillers + 3,
+            )
         )
         gaps.append(row["filter_flops"] - gc.filter_flops(n, cfg.cost_r, *shape))
     return {

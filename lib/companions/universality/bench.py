@@ -21,7 +21,15 @@ def _build():
     g = torch.Generator().manual_seed(0)
 
     def step():
-        training.pretrain(layout, M, list(range(cfg.T)), PER_CALL, cfg.pre_batch, cfg.pre_lr, g)
+        training.pretrain(
+            layout,
+            M,
+            tasks=list(range(cfg.T)),
+            steps=PER_CALL,
+            batch=cfg.pre_batch,
+            lr=cfg.pre_lr,
+            generator=g,
+        )
 
     return step
 

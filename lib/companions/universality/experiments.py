@@ -6,6 +6,7 @@ import math
 
 import torch
 
+
 from companions.stats import t_critical
 from companions.universality import data
 
@@ -75,7 +76,7 @@ def verdict(values, *, target=None, margin=None, hint: str = ""):
     return agrees, mean, se, note
 
 
-def _probe(W, M, layout, u_star, task, m, trials, generator, sign: bool, ridge: float = 0.0):
+def _probe(W, M, *, layout, u_star, task, m, trials, generator, sign: bool, ridge: float = 0.0):
     """Fit the least-norm least-squares probe (or, with ``ridge > 0``, ridge regression with
     penalty ``ridge * ||u||^2`` per label, a soft form of the norm bound of (7.8)) on ``m`` labelled
     points of ``task``, ``trials`` times; return the effective coefficients on ``z`` (``(trials,
@@ -102,19 +103,40 @@ def _probe(W, M, layout, u_star, task, m, trials, generator, sign: bool, ridge: 
     return w, support
 
 
-def probe_excess_mse(W, M, layout, u_star, task, m, trials, generator) -> torch.Tensor:
+def probe_excess_mse(W, M, *, layout, u_star, task, m, trials, generator) -> torch.Tensor:
     """Noiseless regression ``y = u_t^{*T} z_{R_t}``: the exact population excess MSE of the
     least-norm probe, ``sum_{j in R_t u U} (w_j - u*_j)^2`` (those coordinates have unit variance
     on task t), per trial."""
-    w, sup = _probe(W, M, layout, u_star, task, m, trials, generator, sign=False)
+    w, sup = _probe(
+        W,
+        M,
+        layout=layout,
+        u_star=u_star,
+        task=task,
+        m=m,
+        trials=trials,
+        generator=generator,
+        sign=False,
+    )
     return ((w[:, sup] - u_star.cpu().double()[sup]) ** 2).sum(-1)
 
 
-def probe_accuracy(W, M, layout, u_star, task, m, trials, generator, ridge=0.0) -> torch.Tensor:
+def probe_accuracy(W, M, *, layout, u_star, task, m, trials, generator, ridge=0.0) -> torch.Tensor:
     """Binary labels ``y = sign(u_t^{*T} z)``, least-squares probe on ±1 labels (least-norm, or
     ridge with ``ridge > 0``): the exact test accuracy ``1 - angle(w, u*)/pi`` on the Gaussian task
     distribution, per trial."""
-    w, sup = _probe(W, M, layout, u_star, task, m, trials, generator, sign=True, ridge=ridge)
+    w, sup = _probe(
+        W,
+        M,
+        layout=layout,
+        u_star=u_star,
+        task=task,
+        m=m,
+        trials=trials,
+        generator=generator,
+        sign=True,
+        ridge=ridge,
+    )
     u = u_star.cpu().double()[sup]
     ws = w[:, sup]
     cos = (ws @ u) / (ws.norm(dim=-1) * u.norm()).clamp_min(1e-300)
@@ -122,19 +144,29 @@ def probe_accuracy(W, M, layout, u_star, task, m, trials, generator, ridge=0.0) 
 
 
 def tradeoff_point(
-    W, M, layout, U, target: int, m_target: int, m_univ: int, trials: int, generator, ridge=0.0
+    W, M, *, layout, U, target: int, m_target: int, m_univ: int, trials: int, generator, ridge=0.0
 ) -> tuple[float, float]:
     """One point of the trade-off figure: (target error with ``m_target`` labels, average
     accuracy over all ``T`` tasks with ``m_univ`` labels each), with the same probe throughout."""
 
     def acc(t, m):
-        vals = probe_accuracy(W, M, layout, U[t], t, m, trials, generator, ridge=ridge)
+        vals = probe_accuracy(
+            W,
+            M,
+            layout=layout,
+            u_star=U[t],
+            task=t,
+            m=m,
+            trials=trials,
+            generator=generator,
+            ridge=ridge,
+        )
         return float(vals.mean())
 
     return 1 - acc(target, m_target), sum(acc(t, m_univ) for t in range(layout.T)) / layout.T
 
 
-def tradeoff_sweep(reps, M, layout, U, m_target, m_univ, trials, seed_of, ridge=0.0):
+def tradeoff_sweep(reps, M, *, layout, U, m_target, m_univ, trials, seed_of, ridge=0.0):
     """The trade-off figure's points: ``reps[K]`` lists the representations pre-trained on the
     first ``K`` tasks (one per seed); returns an array ``(len(reps), seeds, 2)`` of (target error on
     task 0, average accuracy over all tasks), probe samples drawn by ``seed_of(K, seed)``."""
@@ -143,27 +175,48 @@ def tradeoff_sweep(reps, M, layout, U, m_target, m_univ, trials, seed_of, ridge=
         row = []
         for sd, W in enumerate(reps[K]):
             g = torch.Generator().manual_seed(seed_of(K, sd))
-            row.append(tradeoff_point(W, M, layout, U, 0, m_target, m_univ, trials, g, ridge))
+            row.append(
+                tradeoff_point(
+                    W,
+                    M,
+                    layout=layout,
+                    U=U,
+                    target=0,
+                    m_target=m_target,
+                    m_univ=m_univ,
+                    trials=trials,
+                    generator=g,
+                    ridge=ridge,
+                )
+            )
         out.append(row)
     return torch.tensor(out, dtype=torch.float64).numpy()
 
 
-def target_errors(Ws, M, layout, u_star, m, trials, seed_of, ridge=0.0) -> list[float]:
+def target_errors(Ws, M, *, layout, u_star, m, trials, seed_of, ridge=0.0) -> list[float]:
     """Target-task (task 0) error of the binary probe with ``m`` labels on each representation in
     ``Ws``, probe samples drawn by ``seed_of(seed)`` (the same samples for equal seeds)."""
     errs = []
     for sd, W in enumerate(Ws):
         g = torch.Generator().manual_seed(seed_of(sd))
-        acc = probe_accuracy(W, M, layout, u_star, 0, m, trials, g, ridge=ridge)
+        acc = probe_accuracy(
+            W, M, layout=layout, u_star=u_star, task=0, m=m, trials=trials, generator=g, ridge=ridge
+        )
         errs.append(1 - float(acc.mean()))
     return errs
 
 
-def excess_curve(W, M, layout, u_star, task, m_values, trials, seed_of) -> list[float]:
+def excess_curve(W, M, *, layout, u_star, task, m_values, trials, seed_of) -> list[float]:
     """Mean excess MSE of the least-norm probe (``probe_excess_mse``) on ``task`` at each ``m`` in
     ``m_values``, probe samples drawn by ``seed_of(m)``."""
     out = []
     for m in m_values:
         g = torch.Generator().manual_seed(seed_of(m))
-        out.append(float(probe_excess_mse(W, M, layout, u_star, task, m, trials, g).mean()))
+        out.append(
+            float(
+                probe_excess_mse(
+                    W, M, layout=layout, u_star=u_star, task=task, m=m, trials=trials, generator=g
+                ).mean()
+            )
+        )
     return out

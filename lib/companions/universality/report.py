@@ -40,11 +40,11 @@ def pretrain_runs(layout, M, cfg, generator_of, device) -> tuple[dict, dict]:
         W, _ = utr.pretrain(
             layout,
             M,
-            list(range(K)),
-            cfg.pre_steps,
-            cfg.pre_batch,
-            cfg.pre_lr,
-            generator_of(1000 * sd + K + (0 if resample_u else 500)),
+            tasks=list(range(K)),
+            steps=cfg.pre_steps,
+            batch=cfg.pre_batch,
+            lr=cfg.pre_lr,
+            generator=generator_of(1000 * sd + K + (0 if resample_u else 500)),
             device=device,
             resample_u=resample_u,
         )

@@ -237,6 +237,7 @@ def finite_contrastive_loss(
 def theorem_7_2_spurious(
     p_r: torch.Tensor,
     p_u: torch.Tensor,
+    *,
     k: int,
     norm: float,
     restarts: int,

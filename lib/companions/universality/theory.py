@@ -19,7 +19,14 @@ def beta_of_alpha(alpha: float, s: int, r: int, T: int) -> float:
 
 
 def mixture_objective(
-    alphas, s: int, r: int, T: int, samples: int, generator: torch.Generator, loss: str = "logistic"
+    alphas,
+    s: int,
+    *,
+    r: int,
+    T: int,
+    samples: int,
+    generator: torch.Generator,
+    loss: str = "logistic",
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(F.97) with beta of Proposition 7.3: ``f(alpha) = E ell(alpha Z + beta(alpha) Z_1)``,
     ``Z ~ chi2_s``, ``Z_1 ~ chi2_{r-s}``, by Monte Carlo with common random numbers.
@@ -74,13 +81,13 @@ def probe_norm(v1: float, v2: float, alpha: float, beta: float) -> float:
     return math.sqrt(v1 / alpha + v2 / beta)
 
 
-def rademacher_leading(v1, v2, alpha, beta, s, r, m) -> float:
+def rademacher_leading(v1, v2, *, alpha, beta, s, r, m) -> float:
     """The leading term of Lemma F.5's Rademacher complexity (F.91), unit variances:
     ``sqrt((v1/alpha + v2/beta)(s alpha + (r - s) beta) / m)``."""
     return math.sqrt((v1 / alpha + v2 / beta) * (s * alpha + (r - s) * beta) / m)
 
 
-def rademacher_mc(alpha, beta, v1, v2, s, r, m, draws, generator) -> tuple[float, float]:
+def rademacher_mc(alpha, beta, *, v1, v2, s, r, m, draws, generator) -> tuple[float, float]:
     """(F.75) by Monte Carlo: ``(B/m) E ||A sum_i z^(i)||`` with ``A = diag(sqrt(alpha) on S,
     sqrt(beta) on P_t)``. Returns ``(mean, standard error)``."""
     scale = torch.cat([torch.full((s,), math.sqrt(alpha)), torch.full((r - s,), math.sqrt(beta))])
@@ -159,7 +166,7 @@ def cr_residual(W: torch.Tensor, W_star: torch.Tensor, gamma: float) -> float:
     return max(ball, spec, 0.0)
 
 
-def rademacher_lower(v1, v2, alpha, beta, s, r, m) -> float:
+def rademacher_lower(v1, v2, *, alpha, beta, s, r, m) -> float:
     """This book's lower bound on (F.75) by the Gaussian Poincare inequality: with ``X = A sum_i
     z^(i)``, ``||X||`` is ``sqrt(m) max(sqrt(alpha), sqrt(beta))``-Lipschitz in a standard
     Gaussian, so ``Var ||X|| <= m max(alpha, beta)`` and ``E||X|| >= sqrt(mu - m max(alpha,

@@ -17,7 +17,7 @@ from companions.universality import data, theory
 CR_TOL = 1e-5
 
 
-def _batch(layout, M, tasks, batch, generator, device, dtype, resample_u=True):
+def _batch(layout, M, *, tasks, batch, generator, device, dtype, resample_u=True):
     z, _ = data.sample_z(layout, tasks, batch, generator, dtype=dtype)
     zp = data.positive(layout, z, generator) if resample_u else z.clone()
     Mt = M.T.to(device, dtype)
@@ -33,6 +33,7 @@ def contrastive_loss(W: torch.Tensor, x: torch.Tensor, x_pos: torch.Tensor, loss
 def _run(
     W,
     layout,
+    *,
     M,
     tasks,
     steps,
@@ -50,7 +51,16 @@ def _run(
     W = W.to(device, dtype).clone()
     trace = []
     for _ in progress_bar(range(steps), desc=desc, disable=not progress, leave=False):
-        x, xp = _batch(layout, M, tasks, batch, generator, device, dtype, resample_u)
+        x, xp = _batch(
+            layout,
+            M,
+            tasks=tasks,
+            batch=batch,
+            generator=generator,
+            device=device,
+            dtype=dtype,
+            resample_u=resample_u,
+        )
         W.requires_grad_(True)
         value = contrastive_loss(W, x, xp, loss)
         (grad,) = torch.autograd.grad(value, W)
@@ -63,6 +73,7 @@ def _run(
 def pretrain(
     layout: data.Layout,
     M: torch.Tensor,
+    *,
     tasks,
     steps: int,
     batch: int,
@@ -89,25 +100,26 @@ def pretrain(
     return _run(
         W0,
         layout,
-        M,
-        tasks,
-        steps,
-        batch,
-        lr,
-        generator,
-        device,
-        dtype,
-        lambda W: theory.project_representation(W, fro),
-        loss,
-        progress,
-        desc,
-        resample_u,
+        M=M,
+        tasks=tasks,
+        steps=steps,
+        batch=batch,
+        lr=lr,
+        generator=generator,
+        device=device,
+        dtype=dtype,
+        project=lambda W: theory.project_representation(W, fro),
+        loss=loss,
+        progress=progress,
+        desc=desc,
+        resample_u=resample_u,
     )
 
 
 def cr_finetune(
     layout: data.Layout,
     M: torch.Tensor,
+    *,
     W_star: torch.Tensor,
     target: int,
     gamma: float,
@@ -131,23 +143,23 @@ def cr_finetune(
     return _run(
         W_star,
         layout,
-        M,
-        [target],
-        steps,
-        batch,
-        lr,
-        generator,
-        device,
-        dtype,
-        lambda W: theory.project_cr(W, Ws, gamma, fro, tol=CR_TOL),
-        loss,
-        progress,
-        desc,
+        M=M,
+        tasks=[target],
+        steps=steps,
+        batch=batch,
+        lr=lr,
+        generator=generator,
+        device=device,
+        dtype=dtype,
+        project=lambda W: theory.project_cr(W, Ws, gamma, fro, tol=CR_TOL),
+        loss=loss,
+        progress=progress,
+        desc=desc,
     )
 
 
 def cr_finetune_all(
-    layout, M, Ws, target, gamma, steps, batch, lr, seed_of, device="cpu", fro=None
+    layout, M, *, Ws, target, gamma, steps, batch, lr, seed_of, device="cpu", fro=None
 ):
     """``cr_finetune`` from each representation in ``Ws`` (seed ``sd`` draws its data with
     ``seed_of(sd)``); returns the fine-tuned matrices in float64 on the CPU."""
@@ -155,7 +167,17 @@ def cr_finetune_all(
     for sd, W in enumerate(Ws):
         g = torch.Generator().manual_seed(seed_of(sd))
         Wc, _ = cr_finetune(
-            layout, M, W, target, gamma, steps, batch, lr, g, device=device, fro=fro
+            layout,
+            M,
+            W_star=W,
+            target=target,
+            gamma=gamma,
+            steps=steps,
+            batch=batch,
+            lr=lr,
+            generator=g,
+            device=device,
+            fro=fro,
         )
         out.append(Wc.double().cpu())
     return out
