@@ -128,3 +128,21 @@ def setup(
     torch.use_deterministic_algorithms(True, warn_only=True)
     seed_everything(seed)
     return Runtime(dev, resolve_dtype(dtype), seed)
+
+
+def solve(A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
+    """``torch.linalg.solve(A, B)``, a batch of CPU systems solved one system at a time.
+
+    In torch 2.13 on the CPU, once ``torch.set_num_threads`` has been called (as :func:`setup`
+    does), the batched LU factorisation of matrices of about 200 rows or more corrupts its pivots
+    (MKL: "Parameter 6 was incorrect on entry to DLASWP") and then loops for ever; one system at
+    a time is not affected."""
+    if A.dim() <= 2 or A.device.type != "cpu":
+        return torch.linalg.solve(A, B)
+    if B.dim() == A.dim() - 1 and B.shape == A.shape[:-1]:  # a batch of vectors
+        return solve(A, B.unsqueeze(-1)).squeeze(-1)
+    batch = torch.broadcast_shapes(A.shape[:-2], B.shape[:-2])
+    A = A.expand(*batch, *A.shape[-2:]).reshape(-1, *A.shape[-2:])
+    B = B.expand(*batch, *B.shape[-2:]).reshape(-1, *B.shape[-2:])
+    X = torch.stack([torch.linalg.solve(a, b) for a, b in zip(A, B)])
+    return X.reshape(*batch, *X.shape[-2:])

@@ -4,6 +4,8 @@ comment, or is a constant the source states (a default, a message, an environmen
 import math
 import os
 import re
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -102,6 +104,31 @@ def test_setup_is_deterministic_but_only_warns(monkeypatch, threads_kept):
         assert torch.is_deterministic_algorithms_warn_only_enabled()
     finally:
         torch.use_deterministic_algorithms(True, warn_only=True)
+
+
+def test_solve_solves_a_batch_after_setup():
+    """After setup (which sets torch's thread count), runtime.solve returns the solution of a
+    batch of 200 x 200 systems, broadcast and vector right-hand sides included; torch.linalg.solve
+    loops for ever there (torch 2.13, MKL). Run in a child process, so that a regression fails on
+    the timeout instead of hanging the suite."""
+    code = (
+        "import torch\n"
+        "from companions import runtime\n"
+        "runtime.setup('cpu', 0, threads=2)\n"
+        "g = torch.Generator().manual_seed(0)\n"
+        "A = torch.randn(3, 200, 200, generator=g, dtype=torch.float64)\n"
+        "A = A + 200 * torch.eye(200, dtype=torch.float64)\n"
+        "B = torch.randn(3, 200, 2, generator=g, dtype=torch.float64)\n"
+        "assert torch.allclose(A @ runtime.solve(A, B), B)\n"
+        "v = torch.randn(3, 200, generator=g, dtype=torch.float64)\n"
+        "x = runtime.solve(A, v)\n"
+        "assert x.shape == (3, 200) and torch.allclose((A @ x[..., None])[..., 0], v)\n"
+        "b = torch.randn(200, 1, generator=g, dtype=torch.float64)\n"
+        "assert torch.allclose(A @ runtime.solve(A, b), b.expand(3, 200, 1))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, timeout=60, capture_output=True)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
 
 
 def test_setup_passes_its_thread_count(monkeypatch, threads_kept):

@@ -26,6 +26,7 @@ import torch
 
 from companions.contrastive import data as cdata
 from companions.contrastive import model as cmodel
+from companions.runtime import solve
 
 
 def n_aligned(C: torch.Tensor, threshold: float = 0.3) -> torch.Tensor:
@@ -123,7 +124,7 @@ def regression_mse(
         * torch.eye(G.shape[-1], dtype=G.dtype, device=G.device)
         * (1 + G.diagonal(dim1=-2, dim2=-1).mean(-1))[:, None, None]
     )
-    beta = torch.linalg.solve(G, Xtr.transpose(-1, -2) @ ytr)
+    beta = solve(G, Xtr.transpose(-1, -2) @ ytr)
     err = Xte @ beta - yte
     mse = (err**2).mean((-1, -2))
     var = yte[..., n_maj:].var(-2).clamp_min(1e-300)

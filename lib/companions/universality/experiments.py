@@ -6,7 +6,7 @@ import math
 
 import torch
 
-
+from companions.runtime import solve
 from companions.stats import t_critical
 from companions.universality import data
 
@@ -95,7 +95,7 @@ def _probe(W, M, *, layout, u_star, task, m, trials, generator, sign: bool, ridg
     F = z @ (W64 @ M64).T  # features W x = W M z
     if ridge > 0:  # argmin ||F u - y||^2 / m + ridge ||u||^2, in its kernel form
         gram = F @ F.transpose(-1, -2) + ridge * m * torch.eye(m, dtype=F.dtype)
-        coef = (F.transpose(-1, -2) @ torch.linalg.solve(gram, y.unsqueeze(-1))).squeeze(-1)
+        coef = (F.transpose(-1, -2) @ solve(gram, y.unsqueeze(-1))).squeeze(-1)
     else:
         coef = (torch.linalg.pinv(F) @ y.unsqueeze(-1)).squeeze(-1)  # least-norm solution
     w = coef @ (W64 @ M64)
