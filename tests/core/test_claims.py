@@ -13,6 +13,7 @@ import sympy as sp
 import companions
 from companions import claims as C
 from companions import ledger as L
+from companions import scale
 from companions.scale import Chapter, Int, register_chapter
 
 # Student's t, two-sided 95 %: 4.302653 (2 df), 2.776445 (4 df), 12.706205 (1 df).
@@ -226,37 +227,42 @@ def test_a_chapter_refuses_a_claim_registered_twice():
 # -------------------------------------------------------------------------------------------------
 # The ledger decides registered claims
 # -------------------------------------------------------------------------------------------------
-REGISTERED = register_chapter(
-    Chapter(
-        id="_claims-test",
-        title="A chapter with registered claims",
-        notebook="book/_claims-test.md",
-        params={"n": Int(1, 10)},
-        presets={s: {"n": 2} for s in ("smoke", "default", "paper")},
-        claims=(
-            C.Claim(
-                id="identity-zero",
-                source="Lemma 1",
-                kind="identity",
-                statistic="the residual of Lemma 1's identity",
-                rule=C.Exact(0),
-                could_fail="a wrong formula leaves a nonzero residual",
-            ),
-            _claim(id="mean-positive"),
-            C.Claim(
-                id="close-to-source",
-                source="Table 1",
-                kind="reproduction",
-                statistic="the accuracy",
-                rule=C.Close(0.9, 0.05),
-                could_fail="a weaker method scores below 0.85",
-                amended=(
-                    C.Amendment("2026-12-01", C.Close(0.9, 0.01), "the source rounds to 0.05"),
-                ),
-            ),
+REGISTERED = Chapter(
+    id="_claims-test",
+    title="A chapter with registered claims",
+    notebook="book/_claims-test.md",
+    params={"n": Int(1, 10)},
+    presets={s: {"n": 2} for s in ("smoke", "default", "paper")},
+    claims=(
+        C.Claim(
+            id="identity-zero",
+            source="Lemma 1",
+            kind="identity",
+            statistic="the residual of Lemma 1's identity",
+            rule=C.Exact(0),
+            could_fail="a wrong formula leaves a nonzero residual",
         ),
-    )
+        _claim(id="mean-positive"),
+        C.Claim(
+            id="close-to-source",
+            source="Table 1",
+            kind="reproduction",
+            statistic="the accuracy",
+            rule=C.Close(0.9, 0.05),
+            could_fail="a weaker method scores below 0.85",
+            amended=(C.Amendment("2026-12-01", C.Close(0.9, 0.01), "the source rounds to 0.05"),),
+        ),
+    ),
 )
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _registered():
+    """The chapter is registered while this module's tests run, and only then (a chapter left in
+    the registry would be counted by every later test that lists the book's chapters)."""
+    register_chapter(REGISTERED)
+    yield
+    scale._REGISTRY.pop(REGISTERED.id, None)
 
 
 @pytest.fixture
