@@ -344,6 +344,9 @@ def test_constructions_table_matches_the_networks():
     assert (d, m2, m1, m1_s2) == (8, 1, 1, 0) and total == 4 * (8 * 7 - 2)
     assert 0 < below < total and bound == pa.task_rate_threshold(8, g)
     assert n2 == pa.norm_formula(8, 3, g) and n1 == pa.norm_formula(8, 1, g)
+    # d = k (the paper preset's first row): every task is in S_1, so g_1^* has no S_2 margin
+    _, ((d, _, _, m1_s2, below, total, *_),) = pa.constructions([4], 4, g)
+    assert (d, m1_s2, below, total) == (4, None, 0, 0)
 
 
 def test_rescale_and_projected_noise():

@@ -275,8 +275,8 @@ def constructions(dims, k: int, gamma):
     """Theorem 5.5.1's networks at each ``d`` in ``dims`` (``k`` important features), in exact
     fractions: returns ``(smallest margins, rows)``, the margins of ``g_2^*`` over every task and
     of ``g_1^*`` over ``S_1`` (one pair per ``d``), and a row per ``d``: ``(d, min margin g2*,
-    min margin g1* on S1, min margin g1* on S2, S2 patterns of g1* below margin 1, S2 patterns,
-    norm g2*, norm g1*, the p_T bound)``."""
+    min margin g1* on S1, min margin g1* on S2 (None where ``d = k`` leaves S2 empty), S2
+    patterns of g1* below margin 1, S2 patterns, norm g2*, norm g1*, the p_T bound)``."""
     smallest, rows = [], []
     for d in dims:
         a2, V2 = construction(d, gamma)
@@ -284,11 +284,20 @@ def constructions(dims, k: int, gamma):
         s1, s2 = tasks(d, k)
         m2 = min(margins(a2, V2, gamma, s1 + s2).values())
         m1 = min(margins(a1, V1, gamma, s1).values())
-        on_s2 = margins(a1, V1, gamma, s2).values()
+        on_s2 = list(margins(a1, V1, gamma, s2).values())
         below = sum(1 for m in on_s2 if m < 1)
         smallest += [m2, m1]
         norms = (squared_norm(V2), squared_norm(V1))
         rows.append(
-            (d, m2, m1, min(on_s2), below, 4 * len(s2), *norms, task_rate_threshold(d, gamma))
+            (
+                d,
+                m2,
+                m1,
+                min(on_s2, default=None),
+                below,
+                4 * len(s2),
+                *norms,
+                task_rate_threshold(d, gamma),
+            )
         )
     return smallest, rows
