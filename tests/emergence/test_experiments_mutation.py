@@ -415,9 +415,14 @@ def test_structure_pair_calls(monkeypatch):
     assert rec.calls[-1]["eval_every"] == 10 and rec.calls[-2]["train_dtype"] is None
 
 
-def test_repeated_table_runs_stacks_the_seeds_and_gets_what_they_get_one_by_one():
+@pytest.mark.parametrize("stack_bytes", [2**30, 1])
+def test_repeated_table_runs_stacks_the_seeds_and_gets_what_they_get_one_by_one(
+    monkeypatch, stack_bytes
+):
     """The seeds' trainings run stacked (vectorised), each with its own distribution, data,
-    initialisation and minibatches: the same numbers as table_run seed by seed, in float64."""
+    initialisation and minibatches: the same numbers as table_run seed by seed, in float64, all
+    three stacked or (a budget of one byte) one at a time."""
+    monkeypatch.setattr(experiments, "STACK_BYTES", stack_bytes)
 
     def make(g):
         return data.parity_mixture(8, 6, 3, Fraction(1, 2), g)

@@ -298,6 +298,11 @@ PAPER_TABLES = {
 
 #: The source's sizes of Tables A.1-A.5 (Section A.7): the parity tables' d, D, k, m, n, T, and the
 #: interval labeling's D, k, m, T; the sizes each table varies are in :func:`table_configurations`.
+#: The most bytes of samples (both sets, structured and structure-free) whose seeds
+#: :func:`repeated_table_runs` trains stacked; more seeds are trained in turn. At the source's
+#: d = 2000 one seed's samples take 1.9 GB (float64), so five stacked would pass the 8 GiB the
+#: paper dry run allows a process.
+STACK_BYTES = 2**30
 SOURCE_SIZES = dict(d=500, D=100, k=5, m=300, n=50_000, steps=600)
 SOURCE_INTERVAL = dict(D=100, k=30, m=100, steps=200)
 
@@ -704,19 +709,26 @@ def repeated_table_runs(
     """:func:`table_run` on ``seeds`` independent draws: ``make(generator)`` builds a fresh
     distribution (new A, M) for each, with its structure-free twin; returns one result per seed,
     the same as :func:`table_run` seed by seed, but with the seeds' trainings stacked (one
-    vectorised run). ``train_dtype``: as in :func:`run_methods`."""
-    dists = [make(torch.Generator().manual_seed(seed + 1000 * s + 17)) for s in range(seeds)]
-    frees = [em_data.without_structure(d_) for d_ in dists]
-    seed_of = [seed + 100 * s for s in range(seeds)]
-    data = [
-        _table_data(d_, f_, n, n_test, s_, negative_fraction, device)
-        for d_, f_, s_ in zip(dists, frees, seed_of)
-    ]
+    vectorised run), as many at once as keep their samples under :data:`STACK_BYTES`.
+    ``train_dtype``: as in :func:`run_methods`."""
     sizes = dict(m=m, steps=steps, batch=batch, probe_steps=probe_steps)
-    return _table_runs(
-        dists, frees, data, seed_of, **sizes, progress=False,
-        class_weighted=class_weighted, train_dtype=train_dtype,
-    )  # fmt: skip
+    out: list[dict] = []
+    dists, frees, data, seed_of = [], [], [], []
+    for s in range(seeds):
+        dists.append(make(torch.Generator().manual_seed(seed + 1000 * s + 17)))
+        frees.append(em_data.without_structure(dists[-1]))
+        seed_of.append(seed + 100 * s)
+        data.append(
+            _table_data(dists[-1], frees[-1], n, n_test, seed_of[-1], negative_fraction, device)
+        )
+        stack = max(1, STACK_BYTES // sum(t.element_size() * t.nelement() for t in data[0]))
+        if len(data) == stack or s == seeds - 1:
+            out += _table_runs(
+                dists, frees, data, seed_of, **sizes, progress=False,
+                class_weighted=class_weighted, train_dtype=train_dtype,
+            )  # fmt: skip
+            dists, frees, data, seed_of = [], [], [], []
+    return out
 
 
 def mean_over_seeds(runs: list[dict]) -> dict:
