@@ -143,3 +143,18 @@ def test_projections_detectors_growth_response_by_hand():
     assert R.shape == (1, 2, 2)
     # relu(<w, v> + b) summed over an output's rows
     assert R[0].tolist() == [[0.0 + 2.0, 1.0 + 0.5], [0.0 + 0.0, 0.5 + 0.0]]
+
+
+def test_firing_rates_count_both_indicators_of_eq_39():
+    """By hand: one neuron (b = -1) on four patches with <w, x> = 0, 0.5, 1.5, -2: the ReLU fires
+    where <w, x> + b > 0 (1.5 only: 1/4), the printed indicator where <w, x> >= b (0, 0.5 and 1.5:
+    3/4)."""
+    W = torch.tensor([[[1.0, 0.0]]])  # S = 1, C m = 1, d = 2
+    b = torch.tensor([[-1.0]])
+    net = fmodel.Net(W, b, 1, 1)
+    X = torch.tensor([[[[0.0, 3.0], [0.5, 0.0], [1.5, 1.0], [-2.0, 0.0]]]])  # (S, N, P, d)
+    assert fmodel.firing_rates(net, X) == (0.25, 0.75)
+    # a second seed with b = -3: the ReLU fires on no patch (<w, x> > 3), the printed indicator on
+    # all four (<w, x> >= -3)
+    two = fmodel.Net(torch.cat([W, W]), torch.tensor([[-1.0], [-3.0]]), 1, 1)
+    assert fmodel.firing_rates(two, torch.cat([X, X])) == ((1 + 0) / 8, (3 + 4) / 8)

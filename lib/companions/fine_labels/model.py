@@ -60,6 +60,21 @@ def preactivations(net: Net, X: torch.Tensor) -> torch.Tensor:
     return Z.reshape(S, N, P, -1)
 
 
+def firing_rates(net: Net, X: torch.Tensor) -> tuple[float, float]:
+    """The fractions of (neuron, patch) pairs of ``X`` on which eq. (39)'s two indicators fire:
+    ``sigma'`` of the ReLU, ``1{<w, x> + b > 0}``, and the printed
+    ``1{<w, x> >= b}``. Counted seed by seed, in place (at the paper preset the preactivations of
+    all seeds take 4 GiB)."""
+    relu = printed = n = 0
+    for s in range(net.W.shape[0]):
+        Z = preactivations(Net(net.W[s : s + 1], net.b[s : s + 1], net.C, net.m), X[s : s + 1])
+        n += Z.numel()
+        relu += int((Z > 0).sum())  # <w, x> + b > 0
+        Z -= 2 * net.b[s, None, None, None, :]  # <w, x> - b
+        printed += int((Z >= 0).sum())
+    return relu / n, printed / n
+
+
 def forward(net: Net, X: torch.Tensor, chunk: int = 512) -> torch.Tensor:
     """``F`` of shape (S, N, C), eq. (2) (coarse) or (176) (fine); in chunks of samples. The
     chunks go through :func:`companions.train.progress` without a bar, so a dry run evaluates the
