@@ -11,6 +11,7 @@ from fractions import Fraction
 import pytest
 import torch
 
+from companions import train
 from companions.emergence import analysis, baselines, data, experiments, theory
 from companions.emergence import network as net
 
@@ -439,6 +440,23 @@ def test_repeated_table_runs_stacks_the_seeds_and_gets_what_they_get_one_by_one(
             assert got[key] == pytest.approx(value, rel=1e-9, abs=1e-12, nan_ok=True), key
     # the seeds differ: their own distributions and data
     assert out[0]["majority"] != out[1]["majority"] or out[0]["rf"] != out[1]["rf"]
+
+
+def test_a_dry_run_of_repeated_table_runs_trains_the_first_stack_only(monkeypatch):
+    """One seed per stack (a budget of one byte): a dry run stops the stacks' loop after its first,
+    so one seed's result comes back, that of seed 0."""
+
+    def make(g):
+        return data.parity_mixture(8, 6, 3, Fraction(1, 2), g)
+
+    monkeypatch.setattr(experiments, "STACK_BYTES", 1)
+    monkeypatch.setenv(train.DRY_RUN_ENV, "1")
+    kw = dict(probe_steps=3, train_dtype=F64)
+    (got,) = experiments.repeated_table_runs(make, 30, 20, 2, 7, 5, seeds=3, seed=4, **kw)
+    dist = make(_gen(4 + 17))
+    want = experiments.table_run(dist, data.without_structure(dist), 30, 20, 2, 7, 5, 4, **kw)
+    for key, value in want.items():
+        assert got[key] == pytest.approx(value, rel=1e-9, abs=1e-12, nan_ok=True), key
 
 
 def test_mean_over_seeds_averages_every_entry():

@@ -709,25 +709,34 @@ def repeated_table_runs(
     """:func:`table_run` on ``seeds`` independent draws: ``make(generator)`` builds a fresh
     distribution (new A, M) for each, with its structure-free twin; returns one result per seed,
     the same as :func:`table_run` seed by seed, but with the seeds' trainings stacked (one
-    vectorised run), as many at once as keep their samples under :data:`STACK_BYTES`.
+    vectorised run), as many at once as keep their samples under :data:`STACK_BYTES`. The stacks
+    go through :func:`companions.train.progress` (a dry run trains the first only).
     ``train_dtype``: as in :func:`run_methods`."""
+    from companions.train import progress
+
     sizes = dict(m=m, steps=steps, batch=batch, probe_steps=probe_steps)
-    out: list[dict] = []
-    dists, frees, data, seed_of = [], [], [], []
-    for s in range(seeds):
-        dists.append(make(torch.Generator().manual_seed(seed + 1000 * s + 17)))
-        frees.append(em_data.without_structure(dists[-1]))
-        seed_of.append(seed + 100 * s)
-        data.append(
-            _table_data(dists[-1], frees[-1], n, n_test, seed_of[-1], negative_fraction, device)
+
+    def draw(s):
+        dist = make(torch.Generator().manual_seed(seed + 1000 * s + 17))
+        free = em_data.without_structure(dist)
+        return (
+            dist,
+            free,
+            _table_data(dist, free, n, n_test, seed + 100 * s, negative_fraction, device),
         )
-        stack = max(1, STACK_BYTES // sum(t.element_size() * t.nelement() for t in data[0]))
-        if len(data) == stack or s == seeds - 1:
-            out += _table_runs(
-                dists, frees, data, seed_of, **sizes, progress=False,
-                class_weighted=class_weighted, train_dtype=train_dtype,
-            )  # fmt: skip
-            dists, frees, data, seed_of = [], [], [], []
+
+    first = draw(0)
+    stack = max(1, STACK_BYTES // sum(t.element_size() * t.nelement() for t in first[2]))
+    out: list[dict] = []
+    for start in progress(range(0, seeds, stack), desc="seeds", disable=True):
+        drawn = [first if s == 0 else draw(s) for s in range(start, min(start + stack, seeds))]
+        dists, frees, data = (list(col) for col in zip(*drawn))
+        seed_of = [seed + 100 * s for s in range(start, start + len(drawn))]
+        out += _table_runs(
+            dists, frees, data, seed_of, **sizes, progress=False,
+            class_weighted=class_weighted, train_dtype=train_dtype,
+        )  # fmt: skip
+        first = drawn = dists = frees = data = None  # free the samples before the next stack
     return out
 
 
