@@ -196,7 +196,9 @@ MATHJAX_DONE = """
 const done = arguments[arguments.length - 1];
 const start = Date.now();
 (function wait() {
-  if (!Array.from(document.scripts).some(s => /mathjax/i.test(s.src))) {
+  if (document.readyState !== "complete" && Date.now() - start < 20000) {
+    setTimeout(wait, 100);  // under load the page may not have parsed its scripts yet
+  } else if (!Array.from(document.scripts).some(s => /mathjax/i.test(s.src))) {
     done("no MathJax on this page");
   } else if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
     MathJax.startup.promise.then(() => done("ok"), (e) => done("MathJax failed: " + e));
