@@ -572,12 +572,38 @@ def choose(browser, name: str, value: str):
     Select(select).select_by_value(value)
 
 
+def poll(browser, script: str, *args):
+    """``script``'s first non-null answer, once the page has loaded, within ``WAIT`` seconds;
+    else its last one (null).
+
+    Under two browsers and a busy server, CI twice found the page unreadable right after
+    ``get`` ("no table of every claim"; once "does not open on a code cell"). This gives the page
+    time; a page that never answers still fails, and ``page_state`` says where the browser was."""
+    deadline = time.monotonic() + WAIT
+    while True:
+        loaded = browser.execute_script("return document.readyState") == "complete"
+        answer = browser.execute_script(script, *args) if loaded else None
+        if answer or time.monotonic() > deadline:
+            return answer
+        time.sleep(0.2)
+
+
+def page_state(browser) -> str:
+    """Where the browser is, for an assertion's message."""
+    return browser.execute_script(
+        "return `${document.URL} (${document.readyState}, title ${JSON.stringify(document.title)},"
+        " ${document.body ? document.body.innerText.length : 0} characters of text)`"
+    )
+
+
 def check_ledger_filters_and_links(browser, url: str) -> dict:
     """On the ledger page at ``url``: each filter shows only its rows and says how many, the
     choice lands in the address, and a claim's link opens its chapter on the claim's cell."""
     browser.get(url)
-    start = browser.execute_script(FILTER_ROWS, "status")
-    assert start is not None, f"{url}: no table of every claim"
+    start = poll(browser, FILTER_ROWS, "status")
+    assert start is not None, (
+        f"{url}: no table of every claim; the browser is at {page_state(browser)}"
+    )
     assert len(start["shown"]) == start["total"] > 0, f"{url}: rows hidden before any filter"
     assert f"{start['total']} of {start['total']} claims shown" in start["count"]
     for column in ("status", "kind", "chapter"):
@@ -590,7 +616,7 @@ def check_ledger_filters_and_links(browser, url: str) -> dict:
         assert f"{len(after['shown'])} of {start['total']} claims shown" in after["count"]
         choose(browser, column, "")
     browser.get(url + "?status=" + quote_plus(sorted(set(start["shown"]))[0]))
-    assert len(set(browser.execute_script(FILTER_ROWS, "status")["shown"])) == 1, (
+    assert len(set(poll(browser, FILTER_ROWS, "status")["shown"])) == 1, (
         "a filter in the address is not applied when the page opens"
     )
     assert start["links"], f"{url}: no claim links to its cell"
@@ -598,13 +624,16 @@ def check_ledger_filters_and_links(browser, url: str) -> dict:
         browser.get(link)
         # a cell with several claims carries the first id itself and the others on empty spans
         # just before it (docutils' way with several ids)
-        on_cell = browser.execute_script(
+        on_cell = poll(
+            browser,
             "const t = document.getElementById(decodeURIComponent(location.hash.slice(1)));"
             "if (!t) return false;"
             "let n = t; while (n && n.tagName === 'SPAN' && !n.className) n = n.nextElementSibling;"
-            "return !!(t.closest('.cell') || (n && n.classList.contains('cell')))"
+            "return !!(t.closest('.cell') || (n && n.classList.contains('cell')))",
         )
-        assert on_cell, f"{link} does not open on a code cell"
+        assert on_cell, (
+            f"{link} does not open on a code cell; the browser is at {page_state(browser)}"
+        )
     return start
 
 
