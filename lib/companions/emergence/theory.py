@@ -214,16 +214,21 @@ def lemma_a29_noisy(dist, sigma_zeta: float, n: int, generator: torch.Generator,
 
 def a29_rate_estimates(noise: dict) -> dict:
     """Per noise level of :func:`lemma_a29_noisy` results (``{level: result}``): the fraction of
-    points with ``y g^* < 1`` less the proof's bound, as an :class:`companions.claims.Estimate`
-    with its binomial standard error over the points (keyed by the level, 4 decimals)."""
+    points with ``y g^* < 1`` less the proof's bound (A.307), as an
+    :class:`companions.claims.Estimate` (keyed by the level, 4 decimals).
+
+    Its standard error is Agresti and Coull's, sqrt(p~(1 - p~)/n~) with p~ = (x + 2)/(n + 4) for
+    x of n points below: the plain sqrt(p(1 - p)/n) is 0 when no point falls below, and would
+    decide a rare event's rate exactly from a sample that never saw it."""
     from companions.claims import Estimate
 
     out = {}
     for level, r in noise.items():
         below = r["below"]
         n = len(below)
+        tilde = (float(below.sum()) + 2) / (n + 4)
         out[f"{level:.4f}"] = Estimate(
-            float(below.mean()) - r["bound"], float(below.std() / math.sqrt(n)), n
+            float(below.mean()) - r["bound"], math.sqrt(tilde * (1 - tilde) / (n + 4)), n
         )
     return out
 
