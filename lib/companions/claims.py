@@ -334,7 +334,7 @@ def _seeds_needed(mean: float, sd: float, boundary: float, level: float, most: i
     return None
 
 
-def _mean_decision(verdict, mean, se, n, half, values, boundaries, level, critical) -> Decision:
+def _mean_decision(verdict, mean, *, se, n, half, values, boundaries, level, critical) -> Decision:
     extra: dict[str, Any] = {"se": se, "n": n, "interval": [mean - half, mean + half]}
     if values is not None:
         extra["values"] = values
@@ -364,7 +364,15 @@ class MeanAbove(Rule):
         mean, se, n, half, values = _interval(measured, self.level, self.critical, "the values")
         verdict = _fixed(mean - self.threshold, half)
         return _mean_decision(
-            verdict, mean, se, n, half, values, [self.threshold], self.level, self.critical
+            verdict,
+            mean,
+            se=se,
+            n=n,
+            half=half,
+            values=values,
+            boundaries=[self.threshold],
+            level=self.level,
+            critical=self.critical,
         )
 
     def text(self) -> str:
@@ -385,7 +393,15 @@ class MeanBelow(Rule):
         mean, se, n, half, values = _interval(measured, self.level, self.critical, "the values")
         verdict = _fixed(self.threshold - mean, half)
         return _mean_decision(
-            verdict, mean, se, n, half, values, [self.threshold], self.level, self.critical
+            verdict,
+            mean,
+            se=se,
+            n=n,
+            half=half,
+            values=values,
+            boundaries=[self.threshold],
+            level=self.level,
+            critical=self.critical,
         )
 
     def text(self) -> str:
@@ -430,7 +446,15 @@ class MeanInBand(Rule):
         else:
             verdict = None
         return _mean_decision(
-            verdict, mean, se, n, half, values, [self.low, self.high], self.level, self.critical
+            verdict,
+            mean,
+            se=se,
+            n=n,
+            half=half,
+            values=values,
+            boundaries=[self.low, self.high],
+            level=self.level,
+            critical=self.critical,
         )
 
     def text(self) -> str:

@@ -21,9 +21,9 @@ def sample_prompts(
     n: int,
     d: int,
     generator: torch.Generator,
+    *,
     dtype=torch.float64,
     device="cpu",
-    *,
     cov_sqrt: torch.Tensor | None = None,
     task: str = "sphere",
 ):

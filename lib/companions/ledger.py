@@ -196,8 +196,8 @@ class Ledger:
     """Collects a chapter's claims and writes them as one JSON file.
 
     >>> led = Ledger(cfg)                       # cfg from companions.preset(...)
-    >>> led.check_close("gd-equals-tf", "Theorem 8.14", "identity", expected=0, observed=err,
-    ...                 tolerance=1e-12)
+    >>> led.check_close("gd-equals-tf", "Theorem 8.14", kind="identity", expected=0,
+    ...                 observed=err, tolerance=1e-12)
     >>> led.finish()                            # writes, shows the table, raises if a check failed
     """
 
@@ -320,6 +320,7 @@ class Ledger:
         self,
         id: str,
         source: str,
+        *,
         kind: str,
         holds: bool,
         expected: Any,
@@ -348,6 +349,7 @@ class Ledger:
         self,
         id: str,
         source: str,
+        *,
         kind: str,
         expected: float,
         observed: float,
@@ -356,7 +358,16 @@ class Ledger:
     ) -> dict:
         """Holds when ``|observed - expected| <= tolerance`` (a NaN never holds)."""
         gap = abs(float(observed) - float(expected))
-        return self.check(id, source, kind, gap <= tolerance, expected, observed, tolerance, note)
+        return self.check(
+            id,
+            source,
+            kind=kind,
+            holds=gap <= tolerance,
+            expected=expected,
+            observed=observed,
+            tolerance=tolerance,
+            note=note,
+        )
 
     def check_at_most(
         self, id: str, source: str, kind: str, bound: float, observed: float, note: str = ""
@@ -365,18 +376,19 @@ class Ledger:
         return self.check(
             id,
             source,
-            kind,
-            float(observed) <= float(bound),
-            f"<= {_plain(float(bound))}",
-            observed,
-            None,
-            note,
+            kind=kind,
+            holds=float(observed) <= float(bound),
+            expected=f"<= {_plain(float(bound))}",
+            observed=observed,
+            tolerance=None,
+            note=note,
         )
 
     def compare(
         self,
         id: str,
         source: str,
+        *,
         expected: Any,
         observed: Any,
         agrees: bool | None,

@@ -298,6 +298,7 @@ class History:
 def fit(
     loss_fn: Callable[[int], torch.Tensor | tuple[torch.Tensor, dict]],
     parameters,
+    *,
     steps: int,
     lr: float = 1e-2,
     optimizer: str = "adam",

@@ -48,7 +48,7 @@ def smoke_runs(tmp_path_factory):
             kernel = KernelManager(kernel_name="python3") if keep_kernel else None
             try:
                 results[chapter_id] = execute_chapter(
-                    chapter_id, "smoke", folder, device="cpu", progress=False, kernel=kernel
+                    chapter_id, "smoke", out_dir=folder, device="cpu", progress=False, kernel=kernel
                 )
                 if kernel is not None:
                     kernels[chapter_id] = kernel

@@ -376,7 +376,9 @@ def test_ledger_page_gathers_every_chapter(tmp_path):
         if led.registered:
             led.record({next(iter(led.registered)): companions.Undecided("a probe of the page")})
         else:
-            led.check("page-probe", "this test", "identity", True, expected=1, observed=1)
+            led.check(
+                "page-probe", "this test", kind="identity", holds=True, expected=1, observed=1
+            )
         led.write()
     converted = tmp_path / "ledger.ipynb"
     nbformat.write(jupytext.read(LEDGER_PAGE), str(converted))

@@ -84,11 +84,14 @@ import companions
 cfg = companions.preset({id!r}, scale, device=device, seed=seed, ledger_dir=ledger_dir, k=k,
                         fail=fail, sizes=sizes)
 led = companions.Ledger(cfg)
-led.check("k-is-positive", "Lemma 0", "identity", cfg.k > 0, expected="> 0", observed=cfg.k)
-led.check("runs-in-its-folder", "Lemma 0", "identity", os.getcwd() == {folder!r},
+led.check("k-is-positive", "Lemma 0", kind="identity", holds=cfg.k > 0, expected="> 0",
+          observed=cfg.k)
+led.check("runs-in-its-folder", "Lemma 0", kind="identity", holds=os.getcwd() == {folder!r},
           expected={folder!r}, observed=os.getcwd())
-led.compare("a-reproduction", "Table 0", 1.0, 1.5, agrees=False, note="a finding, not a failure")
-led.check("asked-to-fail", "Lemma 1", "prediction", cfg.fail == 0, expected=0, observed=cfg.fail)
+led.compare("a-reproduction", "Table 0", expected=1.0, observed=1.5, agrees=False,
+            note="a finding, not a failure")
+led.check("asked-to-fail", "Lemma 1", kind="prediction", holds=cfg.fail == 0, expected=0,
+          observed=cfg.fail)
 led.finish()
 ```
 """
@@ -262,7 +265,9 @@ def test_run_cuda_without_a_gpu_exits_2(tiny_chapter, tmp_path, monkeypatch, cap
 )
 def test_execute_chapter_validates_before_writing(tiny_chapter, tmp_path, scale, params, named):
     with pytest.raises(ValueError) as err:
-        cli.execute_chapter(CHAPTER_ID, scale, tmp_path / "out", params=params, progress=False)
+        cli.execute_chapter(
+            CHAPTER_ID, scale, out_dir=tmp_path / "out", params=params, progress=False
+        )
     assert named in str(err.value)
     assert not (tmp_path / "out").exists()
 
@@ -275,7 +280,7 @@ def test_execute_chapter_runs_the_notebook(tiny_chapter, tmp_path):
     executed, ledger_path = cli.execute_chapter(
         CHAPTER_ID,
         "paper",
-        out,
+        out_dir=out,
         device="cpu",
         seed=7,
         params={"k": 5, "sizes": [4, 5]},
@@ -318,7 +323,7 @@ def test_execute_chapter_failure_keeps_the_partial_notebook(tiny_chapter, tmp_pa
     out = tmp_path / "out"
     with pytest.raises(cli.ChapterExecutionError, match="ClaimFailed") as err:
         cli.execute_chapter(
-            CHAPTER_ID, "smoke", out, device="cpu", params={"fail": 1}, progress=False
+            CHAPTER_ID, "smoke", out_dir=out, device="cpu", params={"fail": 1}, progress=False
         )
     assert err.value.notebook_path.is_file()
     assert str(err.value.notebook_path) in str(err.value)
@@ -336,7 +341,9 @@ def test_a_kernel_that_dies_is_a_chapter_error_naming_it(tiny_chapter, tmp_path,
 
     monkeypatch.setattr(papermill, "execute_notebook", dies)
     with pytest.raises(cli.ChapterExecutionError, match="kernel died") as err:
-        cli.execute_chapter(CHAPTER_ID, "smoke", tmp_path / "out", device="cpu", progress=False)
+        cli.execute_chapter(
+            CHAPTER_ID, "smoke", out_dir=tmp_path / "out", device="cpu", progress=False
+        )
     assert err.value.ename == "DeadKernelError"
     assert CHAPTER_ID in str(err.value)
 
@@ -350,7 +357,7 @@ def test_execute_chapter_keeps_a_callers_kernel_with_the_chapters_state(tiny_cha
         kernel = KernelManager(kernel_name="python3")
         options = dict(device="cpu", progress=False, params=params, kernel=kernel)
         try:
-            cli.execute_chapter(CHAPTER_ID, "smoke", tmp_path / folder, **options)
+            cli.execute_chapter(CHAPTER_ID, "smoke", out_dir=tmp_path / folder, **options)
         except cli.ChapterExecutionError:
             return kernel, False
         return kernel, True

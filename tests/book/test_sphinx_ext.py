@@ -64,7 +64,7 @@ scale = None
 ```
 
 ```{code-cell} ipython3
-ledger.check("c1", "Theorem 1", "identity", holds=True)
+ledger.check("c1", "Theorem 1", kind="identity", holds=True)
 ```
 """
 

@@ -70,8 +70,12 @@ def test_pooled_batch_has_the_token_mean_law():
     M = cd.dictionary(1, 30, 3, gen())
     probs = cd.activation_probs([1.0, 1.0, 1.0], 0.0001)[None]  # almost no signal: pure noise
     sigma = torch.tensor([0.5])
-    pooled = cd.sample_batch(M, probs, sigma, 20000, 4, 0.5, 1.0, gen(2), pooled=True)
-    tokens = cd.sample_batch(M, probs, sigma, 20000, 4, 0.5, 1.0, gen(3), pooled=False)
+    pooled = cd.sample_batch(
+        M, probs, sigma=sigma, K=20000, L=4, mag_low=0.5, q=1.0, generator=gen(2), pooled=True
+    )
+    tokens = cd.sample_batch(
+        M, probs, sigma=sigma, K=20000, L=4, mag_low=0.5, q=1.0, generator=gen(3), pooled=False
+    )
     assert abs(float(pooled.x.var()) - 0.25 / 4) < 0.003
     assert abs(float(tokens.x.mean(-2).var()) - 0.25 / 4) < 0.003
 
@@ -84,7 +88,18 @@ def test_pair_moments_match_kappa_and_the_noise_law(monkeypatch):
     v = torch.randn(d1, generator=gen(5), dtype=torch.float64)
     v = v - M[0] @ (M[0].T @ v)
     v = v / v.norm()
-    mc = cd.pair_moments(M, probs, sigma, 50_000, L, 0.5, 1.0, v, gen(6), chunk=7_000)
+    mc = cd.pair_moments(
+        M,
+        probs,
+        sigma=sigma,
+        pairs=50_000,
+        L=L,
+        mag_low=0.5,
+        q=1.0,
+        v=v,
+        generator=gen(6),
+        chunk=7_000,
+    )
     assert mc.pairs == 50_000
     exact = cd.kappa([1.0, 0.3], 0.25, L, 0.5)
     z = (mc.mean.diagonal() - exact) / mc.se.diagonal()
@@ -98,10 +113,24 @@ def test_pair_moments_match_kappa_and_the_noise_law(monkeypatch):
     assert abs(mc.noise_cross) < 5 * exact_se
     monkeypatch.setenv("COMPANIONS_DRY_RUN", "1")  # a dry run draws the first chunk only
     assert (
-        cd.pair_moments(M, probs, sigma, 50_000, L, 0.5, 1.0, v, gen(6), chunk=7_000).pairs == 7_000
+        cd.pair_moments(
+            M,
+            probs,
+            sigma=sigma,
+            pairs=50_000,
+            L=L,
+            mag_low=0.5,
+            q=1.0,
+            v=v,
+            generator=gen(6),
+            chunk=7_000,
+        ).pairs
+        == 7_000
     )
     with pytest.raises(ValueError, match="'pairs'"):
-        cd.pair_moments(M, probs, sigma, 0, L, 0.5, 1.0, v, gen(6))
+        cd.pair_moments(
+            M, probs, sigma=sigma, pairs=0, L=L, mag_low=0.5, q=1.0, v=v, generator=gen(6)
+        )
 
 
 def test_brelu():
@@ -119,15 +148,15 @@ def test_uniform_attention_equals_softmax_with_zero_scale():
     batch = cd.sample_batch(
         M,
         cd.activation_probs([1.0, 1, 1], 0.5)[None].repeat(2, 1),
-        torch.tensor([0.3, 0.3]),
-        5,
-        4,
-        0.5,
-        1.0,
-        gen(1),
+        sigma=torch.tensor([0.3, 0.3]),
+        K=5,
+        L=4,
+        mag_low=0.5,
+        q=1.0,
+        generator=gen(1),
         pooled=False,
     )
-    W = cm.init_weights(2, 6, 20, 1.0, gen(2))
+    W = cm.init_weights(2, 6, d1=20, sigma0=1.0, generator=gen(2))
     b = torch.full((2, 6), 0.2, dtype=torch.float64)
     h_tokens = cm.features(W, batch.x, b, 4, att_scale=0.0)
     h_pooled = cm.features(W, batch.x.mean(-2), b, 4)
@@ -158,14 +187,14 @@ def test_surrogate_gradient_is_tau_times_infonce_gradient():
     batch = cd.sample_batch(
         M,
         cd.activation_probs([1, 1, 0.3, 0.3], 0.5)[None].repeat(2, 1),
-        torch.tensor([0.2, 0.2]),
-        s.K,
-        s.L,
-        s.mag_low,
-        1.0,
-        gen(1),
+        sigma=torch.tensor([0.2, 0.2]),
+        K=s.K,
+        L=s.L,
+        mag_low=s.mag_low,
+        q=1.0,
+        generator=gen(1),
     )
-    W = cm.init_weights(2, s.m, s.d1, 0.5, gen(2))
+    W = cm.init_weights(2, s.m, d1=s.d1, sigma0=0.5, generator=gen(2))
     b = torch.zeros(2, s.m, dtype=torch.float64)
     Wg = W.clone().requires_grad_(True)
     loss = tr.info_nce(
@@ -200,17 +229,17 @@ def test_paper_and_standard_conventions_give_the_same_trajectory():
     a = tr.train(
         tr.Setup(**kw, tau=2.0, eta=0.05, lam=0.01),
         torch.tensor([0.5]),
-        torch.tensor([0.1]),
-        30,
-        gen(),
+        nsr=torch.tensor([0.1]),
+        steps=30,
+        generator=gen(),
         progress=False,
     )
     b = tr.train(
         tr.Setup(**kw, tau=2.0, eta=0.1, lam=0.005, grad_scale="standard"),
         torch.tensor([0.5]),
-        torch.tensor([0.1]),
-        30,
-        gen(),
+        nsr=torch.tensor([0.1]),
+        steps=30,
+        generator=gen(),
         progress=False,
     )
     assert torch.allclose(a.W, b.W, atol=1e-12)
@@ -221,7 +250,13 @@ def test_linear_regime_growth_matches_the_closed_form():
         d=4, n_maj=2, d1=40, m=20, K=512, n_neg=511, sigma0=1e-4, eta=0.02, lam=0.0, bias=False
     )
     h = tr.train(
-        s, torch.full((4,), 0.3), torch.full((4,), 0.2), 100, gen(), progress=False, log_every=10
+        s,
+        torch.full((4,), 0.3),
+        nsr=torch.full((4,), 0.2),
+        steps=100,
+        generator=gen(),
+        progress=False,
+        log_every=10,
     )
     E = (h.A.double() ** 2).sum(2)  # (T, R, d)
     slope = (0.5 * (torch.log(E[-1]) - torch.log(E[1])) / float(h.steps[-1] - h.steps[1])).mean(0)
@@ -253,12 +288,12 @@ def test_batch_gradient_matches_the_population_step():
     batch = cd.sample_batch(
         M,
         cd.activation_probs(eps, s.p0).expand(R, -1),
-        torch.full((R,), 0.05, dtype=torch.float64),
-        s.K,
-        s.L,
-        s.mag_low,
-        1.0,
-        gen(3),
+        sigma=torch.full((R,), 0.05, dtype=torch.float64),
+        K=s.K,
+        L=s.L,
+        mag_low=s.mag_low,
+        q=1.0,
+        generator=gen(3),
     )
     g, _, _ = tr.gradient(W, torch.zeros(R, s.m, dtype=torch.float64), batch, s)
     r = th.gradient_ratio_per_feature(g, th.population_gradient(W, M, kap, s.n_neg), M)  # (R, d)
@@ -271,7 +306,7 @@ def test_batch_gradient_matches_the_population_step():
 
 
 def test_bias_schedule_switches_on_at_t1_and_follows_the_norm():
-    sch = cm.BiasSchedule(1, 2, 9, eta=0.1, c_b=1.0, t1_steps=3)
+    sch = cm.BiasSchedule(1, 2, d=9, eta=0.1, c_b=1.0, t1_steps=3)
     M = torch.eye(10, 9, dtype=torch.float64)[None]
     W = torch.ones(1, 2, 10, dtype=torch.float64)
     for t in range(3):
@@ -291,7 +326,7 @@ def test_bias_after_t2_follows_the_rule():
     W = torch.ones(1, 2, 10, dtype=torch.float64)
     out = {}
     for rule in cm.POST_T2_RULES:
-        sch = cm.BiasSchedule(1, 2, 9, eta=0.1, c_b=1.0, t1_steps=1, post_t2=rule)
+        sch = cm.BiasSchedule(1, 2, d=9, eta=0.1, c_b=1.0, t1_steps=1, post_t2=rule)
         sch.update(0, W, W, M)  # T1
         sch.update(1, W, 4 * W, M)  # T2
         b_t2 = sch.b.clone()
@@ -299,7 +334,7 @@ def test_bias_after_t2_follows_the_rule():
         out[rule] = (sch.b / b_t2).flatten().tolist()
     assert out == {"norm": [2.0, 2.0], "frozen": [1.0, 1.0]}
     try:
-        cm.BiasSchedule(1, 2, 9, eta=0.1, c_b=1.0, post_t2="decay")
+        cm.BiasSchedule(1, 2, d=9, eta=0.1, c_b=1.0, post_t2="decay")
     except ValueError as err:
         assert "post_t2" in str(err)
     else:
@@ -334,7 +369,9 @@ def test_predicted_t1_solves_its_equation():
 
 def test_predicted_t1_mc_follows_the_mean_rule():
     kap = cd.kappa(cd.eps_vector(9, 5, 1.0, 0.3), 0.25, 4, 0.5)
-    mean, sd = th.predicted_t1_mc(kap, 200, 30, 0.01, 0.0, 255, runs=300, generator=gen())
+    mean, sd = th.predicted_t1_mc(
+        kap, 200, m=30, eta=0.01, lam=0.0, n_neg=255, runs=300, generator=gen()
+    )
     lg = torch.log(th.growth_rate(kap, 0.01, 0.0, 255))
     # the median neuron crosses 1/2 near the energy-average time; the mean rule comes a little later
     assert (
@@ -343,9 +380,9 @@ def test_predicted_t1_mc_follows_the_mean_rule():
         < th.predicted_t1(kap, 200, 0.01, 0.0, 255) + 0.5 / float(lg[0])
     )
     assert 0 < sd < 0.2 * mean
-    assert th.predicted_t1_mc(kap, 800, 30, 0.01, 0.0, 255, runs=300, generator=gen())[
-        0
-    ] > mean + 0.5 * math.log(4) / float(lg[0])
+    assert th.predicted_t1_mc(
+        kap, 800, m=30, eta=0.01, lam=0.0, n_neg=255, runs=300, generator=gen()
+    )[0] > mean + 0.5 * math.log(4) / float(lg[0])
 
 
 def test_regression_recovers_a_linear_target_and_metrics_count():
@@ -357,7 +394,9 @@ def test_regression_recovers_a_linear_target_and_metrics_count():
         ],
         -1,
     )
-    mse, r = cmet.regression_mse(h[:, :200], z[:, :200], h[:, 200:], z[:, 200:], n_maj=1)
+    mse, r = cmet.regression_mse(
+        h[:, :200], z[:, :200], h_test=h[:, 200:], z_test=z[:, 200:], n_maj=1
+    )
     assert float(mse.max()) < 1e-8 and float(r.max()) < 1e-8
     C = torch.tensor([[[0.9, 0.1], [0.4, 0.5], [0.0, 0.2]]], dtype=torch.float64)
     assert cmet.n_aligned(C).tolist() == [[2, 1]]
@@ -368,11 +407,13 @@ def test_regression_recovers_a_linear_target_and_metrics_count():
 def test_chunked_training_and_evaluation_join_runs():
     s = tr.Setup(d=4, n_maj=2, d1=20, m=5, K=16, n_neg=15)
     em, ns = torch.tensor([0.5, 1.0, 0.2]), torch.tensor([0.1, 0.1, 0.5])
-    whole = tr.train(s, em, ns, 20, gen(), progress=False)
-    parts = tr.train_chunked(s, em, ns, 20, gen(), chunk=2, progress=False)
+    whole = tr.train(s, em, nsr=ns, steps=20, generator=gen(), progress=False)
+    parts = tr.train_chunked(s, em, nsr=ns, steps=20, generator=gen(), chunk=2, progress=False)
     assert parts.W.shape == whole.W.shape and parts.A.shape == whole.A.shape
     assert torch.allclose(parts.eps[:, -1], torch.tensor([0.5, 1.0, 0.2], dtype=torch.float64))
-    cos, zero, mse, r2 = cmet.evaluate_runs(parts, s, slice(1, 3), 50, 30, test_seed=3, chunk=1)
+    cos, zero, mse, r2 = cmet.evaluate_runs(
+        parts, s, runs=slice(1, 3), test_pairs=50, train_pairs=30, test_seed=3, chunk=1
+    )
     assert (
         cos.shape == (2,)
         and bool(((cos >= -1) & (cos <= 1)).all())

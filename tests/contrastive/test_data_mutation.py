@@ -177,7 +177,9 @@ def test_sample_batch_replayed(pooled):
     M = cd.dictionary(2, 6, 3, g(0))
     probs = torch.tensor([[1.0, 0.5, 0.25], [0.75, 0.0, 1.0]], dtype=F64)
     sigma = torch.tensor([0.5, 2.0], dtype=F64)
-    b = cd.sample_batch(M, probs, sigma, 4, 3, 0.5, 0.5, g(9), pooled=pooled)
+    b = cd.sample_batch(
+        M, probs, sigma=sigma, K=4, L=3, mag_low=0.5, q=0.5, generator=g(9), pooled=pooled
+    )
     (ex, ey), zx, zy = _batch(M, probs, sigma, 4, 3, 0.5, 0.5, g(9), pooled)
     assert b.pooled is pooled and b.x.dtype == F64
     assert torch.equal(b.zx, zx) and torch.equal(b.zy, zy)
@@ -190,13 +192,24 @@ def test_sample_batch_in_float32_and_float64_noise(pooled):
     M = cd.dictionary(1, 5, 2, g(0), dtype=torch.float32)
     probs = torch.tensor([[1.0, 1.0]], dtype=F64)
     sigma = torch.tensor([0.5], dtype=F64)
-    b = cd.sample_batch(M, probs, sigma, 4, 2, 0.5, 1.0, g(1), pooled=pooled)
+    b = cd.sample_batch(
+        M, probs, sigma=sigma, K=4, L=2, mag_low=0.5, q=1.0, generator=g(1), pooled=pooled
+    )
     # "all arithmetic stays in M's dtype": views and codes in float32
     assert b.x.dtype == b.y.dtype == b.zx.dtype == b.zy.dtype == torch.float32
     # noise_dtype=float64: the Gaussian draws are float64 ones (from 16 draws on, torch's float32
     # and float64 normal streams differ; below, by the float32 rounding: hence rtol=0)
     b64 = cd.sample_batch(
-        M.double(), probs, sigma, 4, 2, 0.5, 1.0, g(1), pooled=pooled, noise_dtype=F64
+        M.double(),
+        probs,
+        sigma=sigma,
+        K=4,
+        L=2,
+        mag_low=0.5,
+        q=1.0,
+        generator=g(1),
+        pooled=pooled,
+        noise_dtype=F64,
     )
     gen = g(1)
     zx, _ = _latents(probs, 4, 2, 0.5, 1.0, gen)
@@ -213,9 +226,28 @@ def test_sample_batch_noise_variance():
     # no signal: the pooled views are the token-mean noise, variance sigma^2 / L per coordinate
     M = cd.dictionary(1, 8, 2, g(0))
     probs = torch.zeros(1, 2, dtype=F64)
-    b = cd.sample_batch(M, probs, torch.tensor([2.0], dtype=F64), 4000, 4, 0.5, 1.0, g(5))
+    b = cd.sample_batch(
+        M,
+        probs,
+        sigma=torch.tensor([2.0], dtype=F64),
+        K=4000,
+        L=4,
+        mag_low=0.5,
+        q=1.0,
+        generator=g(5),
+    )
     assert abs(float(b.x.var()) / (4.0 / 4) - 1) < 0.05
-    t = cd.sample_batch(M, probs, torch.tensor([2.0], dtype=F64), 500, 4, 0.5, 1.0, g(6), False)
+    t = cd.sample_batch(
+        M,
+        probs,
+        sigma=torch.tensor([2.0], dtype=F64),
+        K=500,
+        L=4,
+        mag_low=0.5,
+        q=1.0,
+        generator=g(6),
+        pooled=False,
+    )
     assert t.x.shape == (1, 500, 4, 8) and abs(float(t.x.var()) / 4.0 - 1) < 0.05
 
 
@@ -236,7 +268,7 @@ def test_sample_batch_scales_the_noise_in_float64():
     M = cd.dictionary(1, 5, 2, g(0))
     probs = torch.tensor([[0.5, 1.0]], dtype=F64)
     sigma = torch.tensor([0.1], dtype=torch.float32)
-    b = cd.sample_batch(M, probs, sigma, 6, 3, 0.5, 1.0, g(2))
+    b = cd.sample_batch(M, probs, sigma=sigma, K=6, L=3, mag_low=0.5, q=1.0, generator=g(2))
     (ex, ey), _, _ = _batch(M, probs, sigma.double(), 6, 3, 0.5, 1.0, g(2), True)
     assert torch.allclose(b.x, ex, rtol=0, atol=1e-14) and torch.allclose(
         b.y, ey, rtol=0, atol=1e-14
@@ -249,5 +281,16 @@ def test_sample_batch_float64_noise_cast_to_a_float32_dictionary(pooled):
     M = cd.dictionary(1, 5, 2, g(0), dtype=torch.float32)
     probs = torch.tensor([[1.0, 0.5]], dtype=F64)
     sigma = torch.tensor([0.5], dtype=F64)
-    b = cd.sample_batch(M, probs, sigma, 3, 2, 0.5, 1.0, g(1), pooled=pooled, noise_dtype=F64)
+    b = cd.sample_batch(
+        M,
+        probs,
+        sigma=sigma,
+        K=3,
+        L=2,
+        mag_low=0.5,
+        q=1.0,
+        generator=g(1),
+        pooled=pooled,
+        noise_dtype=F64,
+    )
     assert b.x.dtype == b.y.dtype == torch.float32

@@ -64,7 +64,7 @@ def test_rate_slopes_are_the_slopes_of_log_sqrt_energy():
 
 def test_t1_sweep_measures_the_rule_the_monte_carlo_simulates():
     s = tr.Setup(**{**SMALL, "m": 10, "sigma0": 1e-4}, eta=0.01, lam=0.0, bias=False)
-    out = cx.t1_sweep(s, 0.3, 0.45, [50, 200], generator_of=gen, mc_runs=100)
+    out = cx.t1_sweep(s, 0.3, nsr=0.45, d1_values=[50, 200], generator_of=gen, mc_runs=100)
     assert list(out) == [50, 200]
     for d1, r in out.items():
         assert r["measured"] == pytest.approx(sum(r["runs"]) / 2)
@@ -90,7 +90,15 @@ def test_sweep_arms_share_their_seed_and_read_every_statistic():
 def test_width_sweep_categories_add_up():
     s = tr.Setup(**SMALL, eta=0.02, lam=1e-3, c_b=0.3)
     out = cx.width_sweep(
-        s, [6, 12], 0.3, 0.45, 60, repeats=2, alpha=0.2, every=1, generator_of=lambda m: gen(m)
+        s,
+        [6, 12],
+        eps_min=0.3,
+        nsr=0.45,
+        steps=60,
+        repeats=2,
+        alpha=0.2,
+        every=1,
+        generator_of=lambda m: gen(m),
     )
     assert [w["m"] for w in out] == [6, 12]
     for w in out:

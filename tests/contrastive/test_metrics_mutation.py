@@ -141,7 +141,7 @@ def _intercept_only_case(ridge=1e-6):
     zt = torch.stack([z_tr, 10 * z_tr, -z_tr], -1)[None, :, None, :]  # (1, 4, L=1, d=3)
     ze = torch.stack([z_te, z_te + 1, 3 * z_te], -1)[None, :, None, :]
     h_tr, h_te = torch.zeros(1, 4, m, dtype=F64), torch.zeros(1, 2, m, dtype=F64)
-    return cmet.regression_mse(h_tr, zt, h_te, ze, n_maj=1, ridge=ridge), m
+    return cmet.regression_mse(h_tr, zt, h_test=h_te, z_test=ze, n_maj=1, ridge=ridge), m
 
 
 def test_regression_mse_intercept_only_closed_form():
@@ -188,7 +188,15 @@ def _embed(hist, s, sel, n, seed):
     """embed_pairs written out: one batch of n pairs, features of both views."""
     M = hist.M[sel].to(F64)
     batch = cd.sample_batch(
-        M, hist.probs[sel], hist.sigma[sel], n, s.L, s.mag_low, s.token_q, g(seed), pooled=s.pooled
+        M,
+        hist.probs[sel],
+        sigma=hist.sigma[sel],
+        K=n,
+        L=s.L,
+        mag_low=s.mag_low,
+        q=s.token_q,
+        generator=g(seed),
+        pooled=s.pooled,
     )
     hx = cm.features(hist.W[sel], batch.x, hist.b_final[sel], s.L, s.att_scale)
     hy = cm.features(hist.W[sel], batch.y, hist.b_final[sel], s.L, s.att_scale)
@@ -209,7 +217,9 @@ def test_evaluate_runs_replays_the_seeded_generators(chunk):
     hist, s = _hist_and_setup()
     runs = slice(0, 3)
     for target in ("mean", "support"):
-        got = cmet.evaluate_runs(hist, s, runs, 6, 9, test_seed=5, chunk=chunk, target=target)
+        got = cmet.evaluate_runs(
+            hist, s, runs=runs, test_pairs=6, train_pairs=9, test_seed=5, chunk=chunk, target=target
+        )
         cols = []
         for k in range(0, 3, chunk):
             sel = slice(k, min(k + chunk, 3))
@@ -217,7 +227,9 @@ def test_evaluate_runs_replays_the_seeded_generators(chunk):
             # training pairs: the seed test_seed + 10_000_019 + k stated in the source
             htr, _, ztr = _embed(hist, s, sel, 9, 5 + 10_000_019 + k)
             cos, zero = cmet.test_cosine(hx, hy)
-            mse, r2 = cmet.regression_mse(htr, ztr, hx, zx, s.n_maj, target=target)
+            mse, r2 = cmet.regression_mse(
+                htr, ztr, h_test=hx, z_test=zx, n_maj=s.n_maj, target=target
+            )
             cols.append(torch.stack([cos, zero, mse, r2]))
         want = torch.cat(cols, 1)
         assert len(got) == 4
@@ -227,12 +239,14 @@ def test_evaluate_runs_replays_the_seeded_generators(chunk):
 
 def test_evaluate_runs_on_a_subset_of_runs():
     hist, s = _hist_and_setup()
-    got = cmet.evaluate_runs(hist, s, slice(1, 3), 6, 9, test_seed=0, chunk=5)
+    got = cmet.evaluate_runs(
+        hist, s, runs=slice(1, 3), test_pairs=6, train_pairs=9, test_seed=0, chunk=5
+    )
     sel = slice(1, 3)
     hx, hy, zx = _embed(hist, s, sel, 6, 0)
     htr, _, ztr = _embed(hist, s, sel, 9, 10_000_019)
     cos, zero = cmet.test_cosine(hx, hy)
-    mse, r2 = cmet.regression_mse(htr, ztr, hx, zx, s.n_maj)
+    mse, r2 = cmet.regression_mse(htr, ztr, h_test=hx, z_test=zx, n_maj=s.n_maj)
     for a, b in zip(got, (cos, zero, mse, r2)):
         assert torch.allclose(a, b, rtol=1e-10, atol=1e-12)
 
@@ -318,7 +332,12 @@ def test_regression_mse_support_target_intercept_only():
     z_te = torch.tensor([[0.0, 0.5], [-2.0, 0.0]], dtype=F64)  # support (0, 1), (1, 0)
     h_tr, h_te = torch.zeros(1, 4, 1, dtype=F64), torch.zeros(1, 2, 1, dtype=F64)
     mse, r = cmet.regression_mse(
-        h_tr, z_tr[None, :, None], h_te, z_te[None, :, None], n_maj=1, target="support"
+        h_tr,
+        z_tr[None, :, None],
+        h_test=h_te,
+        z_test=z_te[None, :, None],
+        n_maj=1,
+        target="support",
     )
     # support frequencies (3/4, 1/4); test indicators (0, 1), (1, 0) (not the codes' values)
     errs = [(0.75 - 0) ** 2, (0.25 - 1) ** 2, (0.75 - 1) ** 2, (0.25 - 0) ** 2]
@@ -334,7 +353,7 @@ def test_regression_mse_small_target_variance():
     zt = torch.stack([z_tr, z_tr], -1)[None, :, None, :]
     ze = torch.stack([z_te, z_te], -1)[None, :, None, :]
     h_tr, h_te = torch.zeros(1, 4, 1, dtype=F64), torch.zeros(1, 2, 1, dtype=F64)
-    _, r = cmet.regression_mse(h_tr, zt, h_te, ze, n_maj=1)
+    _, r = cmet.regression_mse(h_tr, zt, h_test=h_te, z_test=ze, n_maj=1)
     # errors 1/8 and -1/8: mean square 1/64 over the variance 1/32 (the unbiased one of 0, 1/4)
     assert torch.allclose(r, torch.tensor([0.5], dtype=F64), rtol=1e-5)
 
@@ -343,11 +362,11 @@ def test_regression_mse_stays_in_the_features_dtype():
     # float32 features under a float64 default: the intercept column and the ridge are float32
     h = torch.randn(1, 8, 2, generator=g(0))
     z = torch.randn(1, 8, 1, 3, generator=g(1))
-    want = cmet.regression_mse(h, z, h, z, 1)
+    want = cmet.regression_mse(h, z, h_test=h, z_test=z, n_maj=1)
     old = torch.get_default_dtype()
     torch.set_default_dtype(F64)
     try:
-        got = cmet.regression_mse(h, z, h, z, 1)
+        got = cmet.regression_mse(h, z, h_test=h, z_test=z, n_maj=1)
     finally:
         torch.set_default_dtype(old)
     assert [t.dtype for t in got] == [torch.float32, torch.float32]

@@ -54,7 +54,7 @@ def test_brelu_is_a_soft_threshold(s, b):
 
 
 def test_init_weights_replays_a_float64_gaussian_draw_times_sigma0():
-    W = cm.init_weights(2, 3, 5, 0.25, g(4))
+    W = cm.init_weights(2, 3, d1=5, sigma0=0.25, generator=g(4))
     want = torch.randn(2, 3, 5, generator=g(4), dtype=F64) * 0.25  # w ~ N(0, sigma0^2 I)
     assert W.dtype == F64 and W.shape == (2, 3, 5)
     assert torch.equal(W, want)
@@ -63,7 +63,7 @@ def test_init_weights_replays_a_float64_gaussian_draw_times_sigma0():
 def test_init_weights_draws_in_float64_then_casts():
     # the docstring's draw is in float64 whatever the dtype asked for: float32 weights are the
     # float64 draw rounded, not a float32 draw
-    W = cm.init_weights(1, 4, 6, 2.0, g(7), dtype=torch.float32)
+    W = cm.init_weights(1, 4, d1=6, sigma0=2.0, generator=g(7), dtype=torch.float32)
     want = (torch.randn(1, 4, 6, generator=g(7), dtype=F64) * 2.0).float()
     assert W.dtype == torch.float32
     assert torch.equal(W, want)
@@ -247,7 +247,7 @@ def test_bias_constant_closed_forms():
 
 
 def test_schedule_initial_state():
-    s = cm.BiasSchedule(3, 4, 9, 0.1, 0.3, dtype=torch.float32)
+    s = cm.BiasSchedule(3, 4, d=9, eta=0.1, c_b=0.3, dtype=torch.float32)
     assert (s.d, s.eta, s.c_b, s.t1_rule, s.t1_steps, s.post_t2) == (9, 0.1, 0.3, "mean", 0, "norm")
     assert s.b.shape == (3, 4) and s.b.dtype == torch.float32 and not bool(s.b.any())
     assert s.norm_t1.shape == (3, 4) and s.norm_t1.dtype == torch.float32
@@ -255,7 +255,7 @@ def test_schedule_initial_state():
     assert s.stage.dtype == torch.long and s.stage.tolist() == [1, 1, 1]
     assert s.t1.dtype == torch.long and s.t1.tolist() == [-1, -1, -1]
     assert s.t2.dtype == torch.long and s.t2.tolist() == [-1, -1, -1]
-    d = cm.BiasSchedule(1, 1, 4, 0.5, 1.0, t1_rule="min", t1_steps=7, post_t2="frozen")
+    d = cm.BiasSchedule(1, 1, d=4, eta=0.5, c_b=1.0, t1_rule="min", t1_steps=7, post_t2="frozen")
     assert (d.t1_rule, d.t1_steps, d.post_t2, d.b.dtype) == ("min", 7, "frozen", F64)
     assert d.norm_t1.dtype == F64  # float64 by default, as b (not torch's default float32)
 
@@ -265,18 +265,18 @@ def test_schedule_rejects_unknown_rules():
         ValueError,
         match=r"parameter 't1_rule' = 'max' is not allowed: expected one of 'mean', 'min'$",
     ):
-        cm.BiasSchedule(1, 1, 4, 0.1, 0.3, t1_rule="max")
+        cm.BiasSchedule(1, 1, d=4, eta=0.1, c_b=0.3, t1_rule="max")
     with pytest.raises(
         ValueError,
         match=r"parameter 'post_t2' = 'grow' is not allowed: "
         r"expected one of \('norm', 'frozen'\)$",
     ):
-        cm.BiasSchedule(1, 1, 4, 0.1, 0.3, post_t2="grow")
+        cm.BiasSchedule(1, 1, d=4, eta=0.1, c_b=0.3, post_t2="grow")
     assert cm.POST_T2_RULES == ("norm", "frozen")
 
 
 def _filled(R=2, m=3, **kw):
-    s = cm.BiasSchedule(R, m, 4, 0.1, 0.3, **kw)
+    s = cm.BiasSchedule(R, m, d=4, eta=0.1, c_b=0.3, **kw)
     s.b = torch.arange(R * m, dtype=F64).reshape(R, m) / 8
     s.stage = torch.arange(R, dtype=torch.long) % 3 + 1
     s.t1 = torch.arange(R, dtype=torch.long) + 5
@@ -319,15 +319,15 @@ def test_feature_fraction_mean_and_min_by_hand():
     M = torch.tensor([[[1.0], [0.0], [0.0]]], dtype=F64)
     # fractions ||M^T w||^2 / ||w||^2: (1, 0) -> 1; (1, 1) -> 1/2; (1, sqrt 3) -> 1/4
     W = torch.tensor([[[1.0, 0.0, 0.0], [1.0, 1.0, 0.0], [1.0, 0.0, 3**0.5]]], dtype=F64)
-    mean = cm.BiasSchedule(1, 3, 4, 0.1, 0.3).feature_fraction(W, M)
-    low = cm.BiasSchedule(1, 3, 4, 0.1, 0.3, t1_rule="min").feature_fraction(W, M)
+    mean = cm.BiasSchedule(1, 3, d=4, eta=0.1, c_b=0.3).feature_fraction(W, M)
+    low = cm.BiasSchedule(1, 3, d=4, eta=0.1, c_b=0.3, t1_rule="min").feature_fraction(W, M)
     assert mean.shape == (1,) and float(mean[0]) == pytest.approx(1.75 / 3, rel=1e-14)
     assert float(low[0]) == pytest.approx(0.25, rel=1e-14)
     # a zero weight vector: 0 / clamp, not nan
     Z = torch.zeros(1, 3, 3, dtype=F64)
-    assert cm.BiasSchedule(1, 3, 4, 0.1, 0.3).feature_fraction(Z, M).tolist() == [0.0]
+    assert cm.BiasSchedule(1, 3, d=4, eta=0.1, c_b=0.3).feature_fraction(Z, M).tolist() == [0.0]
     # tiny weights: the ratio does not depend on the scale (a clamp above 1e-300 would)
-    assert float(cm.BiasSchedule(1, 3, 4, 0.1, 0.3).feature_fraction(1e-3 * W, M)[0]) == (
+    assert float(cm.BiasSchedule(1, 3, d=4, eta=0.1, c_b=0.3).feature_fraction(1e-3 * W, M)[0]) == (
         pytest.approx(1.75 / 3, rel=1e-12)
     )
 
@@ -387,7 +387,7 @@ def test_update_against_loops_random_states(post_t2, t1_rule, seed):
     gen = g(100 + seed)
     R, m, e, d = 6, 3, 6, 3
     M = torch.stack([_orthonormal(e, d, 200 + seed * 10 + r) for r in range(R)])
-    sched = cm.BiasSchedule(R, m, 4, 0.3, 0.4, t1_rule=t1_rule, post_t2=post_t2)
+    sched = cm.BiasSchedule(R, m, d=4, eta=0.3, c_b=0.4, t1_rule=t1_rule, post_t2=post_t2)
     sched.stage = torch.tensor([1, 1, 2, 2, 3, 3])
     sched.t1 = torch.tensor([-1, -1, 3, 4, 2, 1])
     sched.t2 = torch.tensor([-1, -1, -1, -1, 6, 7])
@@ -410,7 +410,7 @@ def test_stage1_to_2_at_a_feature_fraction_of_exactly_one_half():
     M = torch.tensor([[[1.0], [0.0], [0.0]]] * 2, dtype=F64)
     W_old = torch.zeros(2, 1, 3, dtype=F64) + 0.01
     W_new = torch.tensor([[[0.5, 0.5, 0.0]], [[0.5, 0.625, 0.0]]], dtype=F64)
-    s = cm.BiasSchedule(2, 1, 9, 0.1, 0.3)
+    s = cm.BiasSchedule(2, 1, d=9, eta=0.1, c_b=0.3)
     s.update(6, W_old, W_new, M)
     n = 0.5 * math.sqrt(2)
     assert s.stage.tolist() == [2, 1] and s.t1.tolist() == [7, -1] and s.t2.tolist() == [-1, -1]
@@ -423,7 +423,7 @@ def test_stage1_to_2_at_a_feature_fraction_of_exactly_one_half():
 def test_stage1_fixed_t1_steps_starts_at_step_t1_steps():
     M = torch.tensor([[[1.0], [0.0]]], dtype=F64)
     W = torch.tensor([[[0.0, 0.25]]], dtype=F64)  # fraction 0: only t1_steps can start Stage 2
-    s = cm.BiasSchedule(1, 1, 4, 0.1, 1.0, t1_steps=3)
+    s = cm.BiasSchedule(1, 1, d=4, eta=0.1, c_b=1.0, t1_steps=3)
     s.update(1, W, W, M)  # t + 1 = 2 < 3
     assert s.stage.tolist() == [1] and s.t1.tolist() == [-1]
     s.update(2, W, W, M)  # t + 1 = 3 >= 3
@@ -437,7 +437,7 @@ def test_stage1_fixed_t1_steps_starts_at_step_t1_steps():
 
 
 def _stage2(b, norm_t1, d=4, eta=0.5, post_t2="norm"):
-    s = cm.BiasSchedule(1, len(b), d, eta, 0.3, post_t2=post_t2)
+    s = cm.BiasSchedule(1, len(b), d=d, eta=eta, c_b=0.3, post_t2=post_t2)
     s.stage = torch.tensor([2])
     s.t1 = torch.tensor([3])
     s.b = torch.tensor([b], dtype=F64)

@@ -99,14 +99,14 @@ def _batch_and_weights(s, R=2, seed=0, wscale=0.5):
     batch = cd.sample_batch(
         M,
         probs,
-        torch.full((R,), 0.2, dtype=torch.float64),
-        s.K,
-        s.L,
-        s.mag_low,
-        1.0,
-        gen(seed + 1),
+        sigma=torch.full((R,), 0.2, dtype=torch.float64),
+        K=s.K,
+        L=s.L,
+        mag_low=s.mag_low,
+        q=1.0,
+        generator=gen(seed + 1),
     )
-    W = cm.init_weights(R, s.m, s.d1, wscale, gen(seed + 2))
+    W = cm.init_weights(R, s.m, d1=s.d1, sigma0=wscale, generator=gen(seed + 2))
     return M, batch, W
 
 
@@ -352,7 +352,13 @@ def checkpoint():
         t1_steps=20,
     )
     ck = tr.train(
-        s, torch.full((3,), 0.3), torch.full((3,), 0.1), 60, gen(0), progress=False, log_every=10
+        s,
+        torch.full((3,), 0.3),
+        nsr=torch.full((3,), 0.1),
+        steps=60,
+        generator=gen(0),
+        progress=False,
+        log_every=10,
     )
     return s, ck
 
@@ -361,9 +367,9 @@ def test_resume_is_reproducible_and_continues_the_step_count(checkpoint):
     """Catches a resume that restarts the step count at 0, ignores the generator, or re-initialises
     W."""
     s, ck = checkpoint
-    a = tr.resume(s, ck, 15, gen(5), progress=False, log_every=5)
-    b = tr.resume(s, ck, 15, gen(5), progress=False, log_every=5)
-    c = tr.resume(s, ck, 15, gen(6), progress=False, log_every=5)
+    a = tr.resume(s, ck, steps=15, generator=gen(5), progress=False, log_every=5)
+    b = tr.resume(s, ck, steps=15, generator=gen(5), progress=False, log_every=5)
+    c = tr.resume(s, ck, steps=15, generator=gen(6), progress=False, log_every=5)
     assert torch.equal(a.W, b.W) and not torch.allclose(a.W, c.W)
     assert int(a.steps[0]) == int(ck.steps[-1]) == 60 and int(a.steps[-1]) == 75
     # the first recorded state is the checkpoint's, bias schedule included (not a fresh b = 0)
@@ -384,7 +390,7 @@ def test_resume_leaves_the_checkpoint_untouched(checkpoint):
         ck.schedule.t1.clone(),
         ck.schedule.stage.clone(),
     )
-    h = tr.resume(s, ck, 10, gen(1), progress=False)
+    h = tr.resume(s, ck, steps=10, generator=gen(1), progress=False)
     assert torch.equal(ck.W, W0) and torch.equal(ck.schedule.b, b0)
     assert torch.equal(ck.schedule.t1, t10) and torch.equal(ck.schedule.stage, stage0)
     assert not torch.equal(h.b_final, b0)  # the resumed copy did move
@@ -400,10 +406,10 @@ def test_resume_passes_absolute_steps_to_the_mask_hook(checkpoint):
         seen.append(t)
         return None
 
-    tr.resume(s, ck, 4, gen(2), progress=False, masks=hook)
+    tr.resume(s, ck, steps=4, generator=gen(2), progress=False, masks=hook)
     assert seen == [60, 61, 62, 63]
     p = pr.Pruner(alpha=0.2, start=62)
-    tr.resume(s, ck, 5, gen(2), progress=False, masks=p)
+    tr.resume(s, ck, steps=5, generator=gen(2), progress=False, masks=p)
     assert p.log.stack().steps.tolist() == [62, 63, 64]
 
 
@@ -423,14 +429,23 @@ def test_resume_with_oracle_pruning_grows_the_pruned_projection_faster():
         tau=1.0,
         bias=False,
     )
-    ck = tr.train(s, torch.full((3,), 0.3), torch.full((3,), 0.1), 60, gen(0), progress=False)
+    ck = tr.train(
+        s,
+        torch.full((3,), 0.3),
+        nsr=torch.full((3,), 0.1),
+        steps=60,
+        generator=gen(0),
+        progress=False,
+    )
     M = ck.M.double()
     jstar = pr.strongest_minority_feature(ck.W, M, s.n_maj)
     assert bool((jstar >= s.n_maj).all())
     P = pr.oracle_set(ck.W, M, jstar, 2)
     assert bool((P.sum(-1) >= 1).all())
-    a = tr.resume(s, ck, 30, gen(5), progress=False)
-    b = tr.resume(s, ck, 30, gen(5), progress=False, masks=pr.Pruner(rule="oracle", oracle=P))
+    a = tr.resume(s, ck, steps=30, generator=gen(5), progress=False)
+    b = tr.resume(
+        s, ck, steps=30, generator=gen(5), progress=False, masks=pr.Pruner(rule="oracle", oracle=P)
+    )
     ga = pr.log_growth_per_step(pr.pruned_projection(a, P, jstar), a.steps)
     gb = pr.log_growth_per_step(pr.pruned_projection(b, P, jstar), b.steps)
     assert bool((gb > ga + 0.001).all()), (ga, gb)
@@ -510,7 +525,12 @@ def test_logit_effect_empty_pruned_set_changes_nothing():
     s, hist, _ = _hist_like()
     R = hist.W.shape[0]
     out = pr.logit_effect(
-        hist, s, torch.zeros(R, s.m, dtype=torch.bool), torch.tensor([3, 3]), 4, gen(1)
+        hist,
+        s,
+        pruned=torch.zeros(R, s.m, dtype=torch.bool),
+        feature=torch.tensor([3, 3]),
+        batches=4,
+        generator=gen(1),
     )
     for D in ("D1", "D2"):
         full, masked = out["one_minus_lp"][D]
@@ -530,12 +550,16 @@ def test_logit_effect_first_order_matches_actual_and_lemma_f2():
     s = tr.Setup(**{**s.__dict__, "tau": 0.8})
     feature = torch.tensor([3, 2])
     pruned = feats == feature[:, None]
-    small = pr.logit_effect(hist, s, pruned, feature, 4, gen(2), shrink=1e-5)
+    small = pr.logit_effect(
+        hist, s, pruned=pruned, feature=feature, batches=4, generator=gen(2), shrink=1e-5
+    )
     for D in ("D1", "D2"):
         fo, act = small["first_order"][D], small["actual"][D]
         assert bool((fo.abs() > 0).all())
         assert float(((fo - act).abs() / act.abs()).max()) < 1e-3, (D, fo, act)
-    full_prune = pr.logit_effect(hist, s, pruned, feature, 8, gen(3))
+    full_prune = pr.logit_effect(
+        hist, s, pruned=pruned, feature=feature, batches=8, generator=gen(3)
+    )
     f1, m1 = full_prune["one_minus_lp"]["D1"]
     assert bool((m1 > f1).all())
     assert bool((full_prune["actual"]["D1"] < 0).all())  # the positive logit falls on D1
@@ -548,7 +572,14 @@ def test_logit_effect_frac_d1_is_the_activation_probability():
     s, hist, feats = _hist_like(eps_min=0.4)
     feature = torch.tensor([2, 1])  # minority (p = 0.2) in run 0, majority (p = 0.5) in run 1
     batches = 30
-    out = pr.logit_effect(hist, s, feats == feature[:, None], feature, batches, gen(4))
+    out = pr.logit_effect(
+        hist,
+        s,
+        pruned=feats == feature[:, None],
+        feature=feature,
+        batches=batches,
+        generator=gen(4),
+    )
     p = hist.probs[torch.arange(2), feature]
     assert torch.allclose(p, torch.tensor([0.2, 0.5], dtype=torch.float64))
     n = batches * s.K
@@ -563,7 +594,9 @@ def test_linear_pair_moment_matches_monte_carlo():
     s, hist, feats = _hist_like(noise=0.1)
     feature = torch.tensor([3, 0])
     pruned = (feats == feature[:, None]) | (torch.arange(s.m) == 1)[None]
-    out = pr.logit_effect(hist, s, pruned, feature, 60, gen(5), bias=False)
+    out = pr.logit_effect(
+        hist, s, pruned=pruned, feature=feature, batches=60, generator=gen(5), bias=False
+    )
     kap = cd.kappa(hist.eps, s.p0, s.L, s.mag_low, s.token_q)
     exact = pr.linear_pair_moment(hist.W, hist.M, pruned, kap)
     assert exact.shape == (2,) and bool((exact > 0).all())
@@ -719,10 +752,10 @@ def test_minority_rule_prunes_the_most_minority_aligned_neurons():
     W[0, 4, 2] = 0.1  # majority, a little minority
     mask = pr.minority_mask(W, M, 0.4, n_maj)  # floor(0.4 * 5) = 2 pruned
     assert mask[0].tolist() == [1.0, 0.0, 0.0, 1.0, 1.0]
-    p = pr.Pruner(0.4, "minority", n_maj=n_maj)
+    p = pr.Pruner(alpha=0.4, rule="minority", n_maj=n_maj)
     assert torch.equal(p(0, W, M), mask)
     with pytest.raises(ValueError, match="n_maj"):
-        pr.Pruner(0.4, "minority")
+        pr.Pruner(alpha=0.4, rule="minority")
 
 
 @pytest.mark.parametrize("attention", ["uniform", "softmax"])
@@ -741,18 +774,18 @@ def test_eq5_gradient_written_out_matches_the_training_step(attention):
         tau=0.7,
     )
     M = cd.dictionary(2, s.d1, s.d, g)
-    W = cm.init_weights(2, s.m, s.d1, 0.3, g)
+    W = cm.init_weights(2, s.m, d1=s.d1, sigma0=0.3, generator=g)
     b = 0.1 * W.norm(dim=-1)
     probs = cd.activation_probs(torch.tensor([cd.eps_vector(s.d, s.n_maj, 1.0, 0.5)] * 2), 0.5)
     batch = cd.sample_batch(
         M,
         probs,
-        torch.full((2,), 0.05),
-        s.K,
-        s.L,
-        s.mag_low,
-        s.token_q,
-        g,
+        sigma=torch.full((2,), 0.05),
+        K=s.K,
+        L=s.L,
+        mag_low=s.mag_low,
+        q=s.token_q,
+        generator=g,
         pooled=attention == "uniform",
     )
     mask = pr.magnitude_mask(W, 0.25)
@@ -767,7 +800,7 @@ def test_prunelog_since_keeps_the_later_steps_only():
     """Catches a filter that keeps the wrong steps or drops a field."""
     R, m, d1 = 1, 4, 8
     M = torch.eye(d1, dtype=torch.float64)[:, :3][None]
-    p = pr.Pruner(0.25, "oracle", oracle=torch.tensor([[False, True, False, False]]))
+    p = pr.Pruner(alpha=0.25, rule="oracle", oracle=torch.tensor([[False, True, False, False]]))
     for t in range(6):
         p(t, torch.randn(R, m, d1, generator=gen(t), dtype=torch.float64), M)
     late = p.log.since(4)

@@ -41,13 +41,22 @@ def test_predicted_t1_mc_counts_hits_at_t_zero_and_its_defaults():
     # one feature, two noise coordinates, a huge growth: every run is done by t = 1, and those
     # with a^2 >= n^2 at t = 0 (about a fifth) stay at 0
     gen = torch.Generator().manual_seed(3)
-    mean, sd = ct.predicted_t1_mc([50.0], 3, 1, 1.0, 0.0, 1, runs=400, generator=gen)
+    mean, sd = ct.predicted_t1_mc(
+        [50.0], 3, m=1, eta=1.0, lam=0.0, n_neg=1, runs=400, generator=gen
+    )
     assert 0.5 < mean < 0.95 and sd > 0
     default = ct.predicted_t1_mc(
-        [0.4], 40, 5, 0.1, 0.0, 3, generator=torch.Generator().manual_seed(4)
+        [0.4], 40, m=5, eta=0.1, lam=0.0, n_neg=3, generator=torch.Generator().manual_seed(4)
     )
     explicit = ct.predicted_t1_mc(
-        [0.4], 40, 5, 0.1, 0.0, 3, runs=200, generator=torch.Generator().manual_seed(4)
+        [0.4],
+        40,
+        m=5,
+        eta=0.1,
+        lam=0.0,
+        n_neg=3,
+        runs=200,
+        generator=torch.Generator().manual_seed(4),
     )
     assert default == explicit
 
@@ -69,7 +78,9 @@ def test_predicted_t1_mc_over_more_than_one_chunk_of_noise():
     # d1 - d = 2042 noise coordinates, drawn in two chunks of 1024: the same law as all at once
     kap, runs = [0.9, 0.6, 0.3, 0.1], 100
     gen = torch.Generator().manual_seed(5)
-    mean, sd = ct.predicted_t1_mc(kap, 2046, 30, 0.05, 0.0, 15, runs=runs, generator=gen)
+    mean, sd = ct.predicted_t1_mc(
+        kap, 2046, m=30, eta=0.05, lam=0.0, n_neg=15, runs=runs, generator=gen
+    )
     ref = _t1_unchunked(kap, 2046, 30, 0.05, 15, runs, torch.Generator().manual_seed(6))
     se = math.sqrt((sd**2 + float(ref.var())) / runs)
     assert abs(mean - float(ref.mean())) < 5 * se

@@ -42,7 +42,14 @@ def test_predicted_t1_mc_sums_every_block_of_noise():
     want = _t1_one_feature(a2[..., 0], n2, lg)
     assert float(want.min()) > 0  # no run is done at t = 0
     mean, sd = ct.predicted_t1_mc(
-        [kappa], d1, 1, eta, 0.0, n_neg, runs=runs, generator=torch.Generator().manual_seed(seed)
+        [kappa],
+        d1,
+        m=1,
+        eta=eta,
+        lam=0.0,
+        n_neg=n_neg,
+        runs=runs,
+        generator=torch.Generator().manual_seed(seed),
     )
     assert mean == pytest.approx(float(want.mean()), rel=1e-12)
     assert sd == pytest.approx(float(want.std()), rel=1e-12)
@@ -64,7 +71,14 @@ def test_predicted_t1_mc_keeps_the_noise_norm_in_float64():
     t0 = 1.0 if fe >= n64 else 2.0
     t1 = float(_t1_one_feature(a2[1:, :, 0], n2[1:], float(lg))[0])  # run 1: far from an edge
     mean, sd = ct.predicted_t1_mc(
-        [kappa], 2, 1, eta, 0.0, n_neg, runs=2, generator=torch.Generator().manual_seed(seed)
+        [kappa],
+        2,
+        m=1,
+        eta=eta,
+        lam=0.0,
+        n_neg=n_neg,
+        runs=2,
+        generator=torch.Generator().manual_seed(seed),
     )
     assert mean == (t0 + t1) / 2
     assert sd == pytest.approx(abs(t0 - t1) / math.sqrt(2), rel=1e-12)

@@ -11,14 +11,15 @@ import torch
 
 from companions.contrastive import theory as ct
 
-ARGS = ((0.3, 0.05), 400, 4, 0.05, 0.0, 3, 1.0)
+ARGS = ((0.3, 0.05), 400)
+KW = dict(m=4, eta=0.05, lam=0.0, n_neg=3, c_tau=1.0)
 
 
 def _one_run(monkeypatch, cap):
     monkeypatch.setattr(ct, "T1_MC_MAX_STEPS", cap)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the standard deviation of one run: nan
-        return ct.predicted_t1_mc(*ARGS, runs=1, generator=torch.Generator().manual_seed(5))
+        return ct.predicted_t1_mc(*ARGS, **KW, runs=1, generator=torch.Generator().manual_seed(5))
 
 
 def test_the_cap_is_the_last_step_evaluated(monkeypatch):
@@ -39,22 +40,22 @@ def test_the_cap_is_ten_million_steps():
 def test_every_run_must_reach_one_half_within_the_cap(monkeypatch, runs):
     monkeypatch.setattr(ct, "T1_MC_MAX_STEPS", 10**7)
     g = torch.Generator().manual_seed(5)
-    mean, sd = ct.predicted_t1_mc(*ARGS, runs=runs, generator=g)
+    mean, sd = ct.predicted_t1_mc(*ARGS, **KW, runs=runs, generator=g)
     assert math.isfinite(mean)
     slowest = max(_one_run_seeded(runs, r) for r in range(runs))  # it decides
     monkeypatch.setattr(ct, "T1_MC_MAX_STEPS", int(slowest))
     g = torch.Generator().manual_seed(5)
-    assert ct.predicted_t1_mc(*ARGS, runs=runs, generator=g) == (mean, sd)
+    assert ct.predicted_t1_mc(*ARGS, **KW, runs=runs, generator=g) == (mean, sd)
     monkeypatch.setattr(ct, "T1_MC_MAX_STEPS", int(slowest) - 1)
     g = torch.Generator().manual_seed(5)
-    assert ct.predicted_t1_mc(*ARGS, runs=runs, generator=g)[0] == math.inf
+    assert ct.predicted_t1_mc(*ARGS, **KW, runs=runs, generator=g)[0] == math.inf
 
 
 def _one_run_seeded(runs, r):
     """The T1 of run ``r`` of ``runs`` drawn from seed 5, by the closed-form loop of the
     definition (34): its own draws, in predicted_t1_mc's order."""
     g = torch.Generator().manual_seed(5)
-    kappas, d1, m, eta, lam, n_neg, c_tau = ARGS
+    (kappas, d1), (m, eta, lam, n_neg, c_tau) = ARGS, KW.values()
     lg = torch.log(ct.growth_rate(kappas, eta, lam, n_neg, c_tau) / ct.noise_rate(eta, lam))
     d = len(lg)
     a2 = torch.randn(runs, m, d, generator=g, dtype=torch.float64) ** 2

@@ -115,8 +115,12 @@ def test_stage2_time_is_the_log_ratio_over_the_log_rate(kappa, eta, lam, n_neg, 
     if g <= 1:
         return
     expected = math.log(math.sqrt(d) / (c_b * math.sqrt(2 * math.log(d) / d))) / math.log(g)
-    assert float(ct.stage2_time(kappa, eta, lam, n_neg, d, c_b)) == pytest.approx(expected)
-    assert float(ct.stage2_time(kappa, eta, lam, n_neg, d, c_b, c_tau=2.0)) < expected
+    assert float(ct.stage2_time(kappa, eta, lam=lam, n_neg=n_neg, d=d, c_b=c_b)) == pytest.approx(
+        expected
+    )
+    assert (
+        float(ct.stage2_time(kappa, eta, lam=lam, n_neg=n_neg, d=d, c_b=c_b, c_tau=2.0)) < expected
+    )
 
 
 @FAST
@@ -198,7 +202,17 @@ def _t1_mc_reference(kappas, d1, m, eta, lam, n_neg, c_tau, runs, seed):
 @pytest.mark.parametrize("lam", [0.0, 0.1])
 def test_predicted_t1_mc_follows_its_definition(lam):
     args = (KAPPAS, 40, 6, 0.05, lam, 7, 1.2)
-    got = ct.predicted_t1_mc(*args, runs=25, generator=torch.Generator().manual_seed(3))
+    got = ct.predicted_t1_mc(
+        KAPPAS,
+        40,
+        m=6,
+        eta=0.05,
+        lam=lam,
+        n_neg=7,
+        c_tau=1.2,
+        runs=25,
+        generator=torch.Generator().manual_seed(3),
+    )
     ref = _t1_mc_reference(*args, runs=25, seed=3)
     assert got == pytest.approx(ref, rel=1e-12)
 

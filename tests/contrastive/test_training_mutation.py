@@ -160,8 +160,10 @@ def _batch(s, R=2, seed=6):
     M = cd.dictionary(R, s.d1, s.d, gen)
     probs = cd.activation_probs(torch.full((R, s.d), 0.8, dtype=F64), 1.0)
     sigma = torch.full((R,), 0.1, dtype=F64)
-    batch = cd.sample_batch(M, probs, sigma, s.K, s.L, 0.5, 1.0, gen, pooled=s.pooled)
-    W = cm.init_weights(R, s.m, s.d1, 0.5, gen)
+    batch = cd.sample_batch(
+        M, probs, sigma=sigma, K=s.K, L=s.L, mag_low=0.5, q=1.0, generator=gen, pooled=s.pooled
+    )
+    W = cm.init_weights(R, s.m, d1=s.d1, sigma0=0.5, generator=gen)
     b = 0.05 * torch.rand(R, s.m, generator=gen, dtype=F64)
     return W, b, batch
 
@@ -238,7 +240,15 @@ def _replay(s, W, M, sched, probs, sigma, t0, steps, gen, log_every, masks=None)
     c = s.tau if s.grad_scale == "paper" else 1.0
     for t in range(t0, t0 + steps):
         batch = cd.sample_batch(
-            M, probs, sigma, s.K, s.L, s.mag_low, s.token_q, gen, pooled=s.pooled
+            M,
+            probs,
+            sigma=sigma,
+            K=s.K,
+            L=s.L,
+            mag_low=s.mag_low,
+            q=s.token_q,
+            generator=gen,
+            pooled=s.pooled,
         )
         Wg = W.clone().requires_grad_(True)
         hx = cm.features(Wg, batch.x, sched.b, s.L, s.att_scale)
@@ -260,7 +270,17 @@ def _replay(s, W, M, sched, probs, sigma, t0, steps, gen, log_every, masks=None)
         if s.bias:
             sched.update(t, W, W_new, M)
         W = W_new
-    batch = cd.sample_batch(M, probs, sigma, s.K, s.L, s.mag_low, s.token_q, gen, pooled=s.pooled)
+    batch = cd.sample_batch(
+        M,
+        probs,
+        sigma=sigma,
+        K=s.K,
+        L=s.L,
+        mag_low=s.mag_low,
+        q=s.token_q,
+        generator=gen,
+        pooled=s.pooled,
+    )
     hx = cm.features(W, batch.x, sched.b, s.L, s.att_scale)
     hy = cm.features(W, batch.y, sched.b, s.L, s.att_scale)
     record(t0 + steps, losses.info_nce(hx, hy, s.tau, n_neg=s.n_neg))
@@ -290,8 +310,17 @@ def _start(s, eps_min, nsr, seed, eps_max=None):
     sigma = torch.tensor([math.sqrt(float(v) / s.d1) for v in nsr], dtype=F64)
     gen = g(seed)
     M = cd.dictionary(R, s.d1, s.d, gen)
-    W = cm.init_weights(R, s.m, s.d1, s.sigma0, gen)
-    sched = cm.BiasSchedule(R, s.m, s.d, s.eta, s.c_b, s.t1_rule, s.t1_steps, post_t2=s.post_t2)
+    W = cm.init_weights(R, s.m, d1=s.d1, sigma0=s.sigma0, generator=gen)
+    sched = cm.BiasSchedule(
+        R,
+        s.m,
+        d=s.d,
+        eta=s.eta,
+        c_b=s.c_b,
+        t1_rule=s.t1_rule,
+        t1_steps=s.t1_steps,
+        post_t2=s.post_t2,
+    )
     return eps, probs, sigma, gen, M, W, sched
 
 
@@ -307,7 +336,7 @@ def _start(s, eps_min, nsr, seed, eps_max=None):
 def test_train_replays_algorithm_1(kw):
     s = _setup(**kw)
     eps_min, nsr = torch.tensor([0.25, 0.5, 1.0]), torch.tensor([0.5, 0.25, 1.0])
-    h = tr.train(s, eps_min, nsr, 7, g(11), progress=False, log_every=3)
+    h = tr.train(s, eps_min, nsr=nsr, steps=7, generator=g(11), progress=False, log_every=3)
     eps, probs, sigma, gen, M, W, sched = _start(s, eps_min, nsr, 11)
     assert torch.equal(h.W0, W) and torch.equal(h.M, M)
     assert torch.allclose(h.eps, eps) and torch.allclose(h.probs, probs)
@@ -335,7 +364,7 @@ def test_train_replays_stage_2_with_large_steps():
     # through Stage 2, where (285) takes the larger of its two branches
     s = _setup(eta=5.0, lam=0.0, t1_steps=1, d=3, n_maj=1, sigma0=0.5, tau=0.25)
     eps_min, nsr = torch.tensor([1.0, 0.5]), torch.tensor([0.01, 0.01])
-    h = tr.train(s, eps_min, nsr, 12, g(3), progress=False, log_every=1)
+    h = tr.train(s, eps_min, nsr=nsr, steps=12, generator=g(3), progress=False, log_every=1)
     eps, probs, sigma, gen, M, W, sched = _start(s, eps_min, nsr, 3)
     W, sched, rec = _replay(s, W, M, sched, probs, sigma, 0, 12, gen, 1)
     _compare(h, W, sched, rec)
@@ -345,7 +374,15 @@ def test_train_replays_stage_2_with_large_steps():
 def test_train_takes_a_per_run_eps_max():
     s = _setup()
     eps_min, nsr = torch.tensor([0.25, 0.5]), torch.tensor([0.5, 0.5])
-    h = tr.train(s, eps_min, nsr, 2, g(2), progress=False, eps_max=torch.tensor([0.75, 0.5]))
+    h = tr.train(
+        s,
+        eps_min,
+        nsr=nsr,
+        steps=2,
+        generator=g(2),
+        progress=False,
+        eps_max=torch.tensor([0.75, 0.5]),
+    )
     eps, probs, sigma, gen, M, W, sched = _start(s, eps_min, nsr, 2, eps_max=[0.75, 0.5])
     assert torch.allclose(h.eps, eps) and h.eps[0, 0] == 0.75 and h.eps[1, 1] == 0.5
     W, sched, rec = _replay(s, W, M, sched, probs, sigma, 0, 2, gen, 10)
@@ -363,7 +400,9 @@ def test_train_with_a_mask_hook_replays_eq5():
             return None
         return torch.tensor([[1.0, 0.0, 1.0, 1.0, 1.0], [1.0, 1.0, 1.0, 0.0, 0.0]], dtype=F64)
 
-    h = tr.train(s, eps_min, nsr, 5, g(4), progress=False, log_every=2, masks=masks)
+    h = tr.train(
+        s, eps_min, nsr=nsr, steps=5, generator=g(4), progress=False, log_every=2, masks=masks
+    )
     assert seen == [0, 1, 2, 3, 4]
     eps, probs, sigma, gen, M, W, sched = _start(s, eps_min, nsr, 4)
     W, sched, rec = _replay(
@@ -375,31 +414,45 @@ def test_train_with_a_mask_hook_replays_eq5():
 def test_train_rejects_mismatched_runs_and_reports_non_finite_weights():
     s = _setup()
     with pytest.raises(ValueError, match="^eps_min and nsr must have one entry per run$"):
-        tr.train(s, torch.tensor([0.5, 0.5]), torch.tensor([0.5]), 1, g(), progress=False)
+        tr.train(
+            s,
+            torch.tensor([0.5, 0.5]),
+            nsr=torch.tensor([0.5]),
+            steps=1,
+            generator=g(),
+            progress=False,
+        )
     blow = _setup(eta=math.inf)  # (1 - eta lam) W - eta g is infinite after the first step
     with pytest.raises(
         FloatingPointError, match=r"^weights became non-finite at step 0: lower 'eta'$"
     ):
-        tr.train(blow, torch.tensor([1.0]), torch.tensor([0.1]), 3, g(), progress=False)
+        tr.train(
+            blow,
+            torch.tensor([1.0]),
+            nsr=torch.tensor([0.1]),
+            steps=3,
+            generator=g(),
+            progress=False,
+        )
 
 
 def test_draw_on_device_on_the_cpu_changes_nothing():
     # on the CPU the generator is already on the device: no reseeding, the same stream
     s = _setup()
     em, ns = torch.tensor([0.5]), torch.tensor([0.5])
-    a = tr.train(s, em, ns, 3, g(8), progress=False, draw_on_device=True)
-    b = tr.train(s, em, ns, 3, g(8), progress=False, draw_on_device=False)
-    c = tr.train(s, em, ns, 3, g(8), progress=False)
+    a = tr.train(s, em, nsr=ns, steps=3, generator=g(8), progress=False, draw_on_device=True)
+    b = tr.train(s, em, nsr=ns, steps=3, generator=g(8), progress=False, draw_on_device=False)
+    c = tr.train(s, em, nsr=ns, steps=3, generator=g(8), progress=False)
     assert torch.equal(a.W, b.W) and torch.equal(a.W, c.W) and torch.equal(a.loss, b.loss)
 
 
 def test_resume_replays_from_the_checkpoint():
     s = _setup()
     eps_min, nsr = torch.tensor([0.25, 1.0]), torch.tensor([0.5, 0.25])
-    ck = tr.train(s, eps_min, nsr, 7, g(12), progress=False, log_every=3)
+    ck = tr.train(s, eps_min, nsr=nsr, steps=7, generator=g(12), progress=False, log_every=3)
     W, M = ck.W.clone(), ck.M.clone()
     sched = copy.deepcopy(ck.schedule)
-    h = tr.resume(s, ck, 5, g(13), progress=False, log_every=3)
+    h = tr.resume(s, ck, steps=5, generator=g(13), progress=False, log_every=3)
     W, sched, rec = _replay(s, W, M, sched, ck.probs, ck.sigma, 7, 5, g(13), 3)
     assert rec["steps"] == [7, 10, 12]
     _compare(h, W, sched, rec)
@@ -413,13 +466,13 @@ def test_resume_refuses_an_unfinished_history():
         r"\(no weights or bias schedule\)$"
     )
     with pytest.raises(ValueError, match=msg):
-        tr.resume(_setup(), tr.History(), 1, g())
+        tr.resume(_setup(), tr.History(), steps=1, generator=g())
     h = tr.History(W=torch.zeros(1, 1, 1))
     with pytest.raises(ValueError, match=msg):
-        tr.resume(_setup(), h, 1, g())
-    h = tr.History(schedule=cm.BiasSchedule(1, 1, 4, 0.1, 0.3))
+        tr.resume(_setup(), h, steps=1, generator=g())
+    h = tr.History(schedule=cm.BiasSchedule(1, 1, d=4, eta=0.1, c_b=0.3))
     with pytest.raises(ValueError, match=msg):
-        tr.resume(_setup(), h, 1, g())
+        tr.resume(_setup(), h, steps=1, generator=g())
 
 
 # -- progress bar, train_chunked, stage_index ---------------------------------------------------
@@ -450,8 +503,16 @@ def _spy(monkeypatch):
 def test_the_progress_bar_covers_the_steps_and_is_closed(monkeypatch):
     bars = _spy(monkeypatch)
     s = _setup()
-    tr.train(s, torch.tensor([0.5]), torch.tensor([0.5]), 4, g(), progress=False, desc="x")
-    tr.train(s, torch.tensor([0.5]), torch.tensor([0.5]), 2, g(), desc="y")
+    tr.train(
+        s,
+        torch.tensor([0.5]),
+        nsr=torch.tensor([0.5]),
+        steps=4,
+        generator=g(),
+        progress=False,
+        desc="x",
+    )
+    tr.train(s, torch.tensor([0.5]), nsr=torch.tensor([0.5]), steps=2, generator=g(), desc="y")
     assert list(bars[0].it) == [0, 1, 2, 3] and bars[0].kw["desc"] == "x"
     assert bars[0].kw["disable"] is True and bars[1].kw["disable"] is False
     assert bars[1].kw["desc"] == "y" and bars[0].closed == 1 and bars[1].closed == 1
@@ -474,13 +535,22 @@ def test_train_chunked_names_the_chunks_and_joins_them(monkeypatch):
         return hook
 
     h = tr.train_chunked(
-        s, em, ns, 3, g(9), 2, desc="z", masks_factory=factory, progress=False, log_every=2
+        s,
+        em,
+        nsr=ns,
+        steps=3,
+        generator=g(9),
+        chunk=2,
+        desc="z",
+        masks_factory=factory,
+        progress=False,
+        log_every=2,
     )
     assert [b.kw["desc"] for b in bars] == ["z (runs 0-1)", "z (runs 2-2)"]
     assert [b.kw["disable"] for b in bars] == [True, True]  # train's keywords are passed on
     assert h.steps.tolist() == [0, 2, 3]
     assert made == [[0, 1, 2], [0, 1, 2]] and len(h.hooks) == 2
-    whole = tr.train(s, em[:2], ns[:2], 3, g(9), progress=False, log_every=2)
+    whole = tr.train(s, em[:2], nsr=ns[:2], steps=3, generator=g(9), progress=False, log_every=2)
     assert torch.equal(h.W[:2], whole.W) and h.W.shape[0] == 3
     for name in ("t1", "t2", "W0", "M", "b_final", "eps", "probs", "sigma"):
         assert getattr(h, name).shape[0] == 3, name
@@ -490,10 +560,20 @@ def test_train_chunked_names_the_chunks_and_joins_them(monkeypatch):
         ), name
     assert torch.equal(h.schedule.b, h.b_final) and torch.equal(h.steps, whole.steps)
     bars.clear()
-    one = tr.train_chunked(s, em, ns, 2, g(9), 5, desc="w", masks_factory=factory, progress=False)
+    one = tr.train_chunked(
+        s,
+        em,
+        nsr=ns,
+        steps=2,
+        generator=g(9),
+        chunk=5,
+        desc="w",
+        masks_factory=factory,
+        progress=False,
+    )
     assert [b.kw["desc"] for b in bars] == ["w"] and len(one.hooks) == 1
     assert one.hooks[0] is not None and one.W.shape[0] == 3
-    none = tr.train_chunked(s, em, ns, 1, g(9), 5, progress=False)
+    none = tr.train_chunked(s, em, nsr=ns, steps=1, generator=g(9), chunk=5, progress=False)
     assert none.hooks == [None]
 
 
@@ -535,9 +615,9 @@ def test_resume_and_train_chunked_default_to_trains_logging_and_bar(monkeypatch)
     bars = _spy(monkeypatch)
     s = _setup()
     em, ns = torch.tensor([0.5]), torch.tensor([0.5])
-    ck = tr.train(s, em, ns, 21, g(1))
-    r = tr.resume(s, ck, 21, g(2))
-    c = tr.train_chunked(s, em, ns, 21, g(1), 4)
+    ck = tr.train(s, em, nsr=ns, steps=21, generator=g(1))
+    r = tr.resume(s, ck, steps=21, generator=g(2))
+    c = tr.train_chunked(s, em, nsr=ns, steps=21, generator=g(1), chunk=4)
     assert (r.steps - 21).tolist() == ck.steps.tolist() == c.steps.tolist()
     assert len(ck.steps) > 2  # more than the first and last step
     assert [b.kw["desc"] for b in bars[1:]] == [bars[0].kw["desc"]] * 2
@@ -549,11 +629,11 @@ def test_resume_runs_in_the_checkpoints_weight_dtype():
     # follows them (a float64 M against float32 W could not be multiplied)
     s = _setup()
     eps_min, nsr = torch.tensor([0.25, 1.0]), torch.tensor([0.5, 0.25])
-    ck = tr.train(s, eps_min, nsr, 4, g(12), progress=False)
+    ck = tr.train(s, eps_min, nsr=nsr, steps=4, generator=g(12), progress=False)
     ck32 = copy.copy(ck)
     ck32.W = ck.W.float()
-    h = tr.resume(s, ck32, 3, g(13), progress=False)
-    h64 = tr.resume(s, ck, 3, g(13), progress=False)
+    h = tr.resume(s, ck32, steps=3, generator=g(13), progress=False)
+    h64 = tr.resume(s, ck, steps=3, generator=g(13), progress=False)
     assert h.W.dtype == torch.float32 and h64.W.dtype == F64
     assert torch.allclose(h.W.double(), h64.W, rtol=1e-4, atol=1e-5)
 
@@ -563,8 +643,8 @@ def test_train_in_float32_keeps_every_tensor_in_float32():
     # weights could not be multiplied); the trajectory is the float64 one up to rounding
     s = _setup()
     em, ns = torch.tensor([0.25, 1.0]), torch.tensor([0.5, 0.25])
-    h = tr.train(s, em, ns, 4, g(5), dtype=torch.float32, progress=False)
-    h64 = tr.train(s, em, ns, 4, g(5), progress=False)
+    h = tr.train(s, em, nsr=ns, steps=4, generator=g(5), dtype=torch.float32, progress=False)
+    h64 = tr.train(s, em, nsr=ns, steps=4, generator=g(5), progress=False)
     for name in ("W", "W0", "M", "b_final"):
         assert getattr(h, name).dtype == torch.float32, name
         assert torch.allclose(getattr(h, name).double(), getattr(h64, name), rtol=1e-4, atol=1e-5)

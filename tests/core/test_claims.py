@@ -334,7 +334,7 @@ def test_a_claim_recorded_twice_or_through_the_old_api_is_refused(led):
     with pytest.raises(ValueError, match="used twice"):
         led.record({"identity-zero": 0})
     with pytest.raises(ValueError, match="registers its claims"):
-        led.check("other", "Thm", "identity", True, 0, 0)
+        led.check("other", "Thm", kind="identity", holds=True, expected=0, observed=0)
 
 
 def test_finish_refuses_a_registered_claim_never_recorded_and_writes_nothing(led):

@@ -473,9 +473,20 @@ def led(chapter, tmp_path):
 
 
 def test_check_status_is_computed(led):
-    assert led.check("a", "Theorem 1", "identity", True, 0, 0)["status"] == "holds"
-    assert led.check("b", "Theorem 1", "bound", False, 1, 2)["status"] == "fails"
-    assert led.check("c", "Theorem 1", "prediction", np.bool_(True), 1, 1)["status"] == "holds"
+    assert (
+        led.check("a", "Theorem 1", kind="identity", holds=True, expected=0, observed=0)["status"]
+        == "holds"
+    )
+    assert (
+        led.check("b", "Theorem 1", kind="bound", holds=False, expected=1, observed=2)["status"]
+        == "fails"
+    )
+    assert (
+        led.check(
+            "c", "Theorem 1", kind="prediction", holds=np.bool_(True), expected=1, observed=1
+        )["status"]
+        == "holds"
+    )
     assert [c["id"] for c in led.failed] == ["b"]
 
 
@@ -493,7 +504,7 @@ def test_check_status_is_computed(led):
 )
 def test_check_close(led, observed, tolerance, status):
     claim = led.check_close(
-        "x", "Lemma 2", "bound", expected=1.0, observed=observed, tolerance=tolerance
+        "x", "Lemma 2", kind="bound", expected=1.0, observed=observed, tolerance=tolerance
     )
     assert claim["status"] == status
 
@@ -518,40 +529,67 @@ def test_check_at_most(led):
 
 
 def test_compare_status(led):
-    assert led.compare("r", "Table 2", 4.57, 4.6, agrees=True)["status"] == "reproduced"
-    claim = led.compare("e", "Section 8.6", "x", "y", agrees=False, kind="erratum", note="why")
+    assert (
+        led.compare("r", "Table 2", expected=4.57, observed=4.6, agrees=True)["status"]
+        == "reproduced"
+    )
+    claim = led.compare(
+        "e", "Section 8.6", expected="x", observed="y", agrees=False, kind="erratum", note="why"
+    )
     assert claim["status"] == "differs" and claim["kind"] == "erratum"
     assert led.failed == []  # a difference is a finding, not a failure
 
 
 def test_kinds_are_checked(led):
     with pytest.raises(ValueError):
-        led.check("a", "T", "reproduction", True, 0, 0)
+        led.check("a", "T", kind="reproduction", holds=True, expected=0, observed=0)
     with pytest.raises(ValueError):
-        led.compare("b", "T", 0, 0, agrees=True, kind="identity")
+        led.compare("b", "T", expected=0, observed=0, agrees=True, kind="identity")
     with pytest.raises(ValueError):
-        led.check("c", "T", "guess", True, 0, 0)
+        led.check("c", "T", kind="guess", holds=True, expected=0, observed=0)
     assert led.claims == []
 
 
 def test_duplicate_and_empty_ids_are_rejected(led):
-    led.check("same", "T", "identity", True, 0, 0)
+    led.check("same", "T", kind="identity", holds=True, expected=0, observed=0)
     with pytest.raises(ValueError, match="same"):
-        led.check("same", "T", "identity", True, 0, 0)
+        led.check("same", "T", kind="identity", holds=True, expected=0, observed=0)
     with pytest.raises(ValueError, match="same"):
-        led.compare("same", "T", 0, 0, agrees=True)
+        led.compare("same", "T", expected=0, observed=0, agrees=True)
     with pytest.raises(ValueError):
-        led.check("", "T", "identity", True, 0, 0)
+        led.check("", "T", kind="identity", holds=True, expected=0, observed=0)
     assert len(led.claims) == 1
 
 
 def test_ledger_json_is_strict_and_complete(led, tmp_path):
-    led.check_close("nan-gap", "Lemma 1", "bound", 0.0, float("nan"), 1.0, note="float64")
-    led.check("inf", "Lemma 2", "bound", False, float("inf"), float("-inf"))
-    led.compare(
-        "arr", "Figure 1", np.array([1.0, 2.0]), torch.tensor([1.0, 2.5]), agrees=False, note="n=4"
+    led.check_close(
+        "nan-gap",
+        "Lemma 1",
+        kind="bound",
+        expected=0.0,
+        observed=float("nan"),
+        tolerance=1.0,
+        note="float64",
     )
-    led.check("np", "Lemma 3", "identity", True, np.float64(0.25), np.int64(3))
+    led.check(
+        "inf", "Lemma 2", kind="bound", holds=False, expected=float("inf"), observed=float("-inf")
+    )
+    led.compare(
+        "arr",
+        "Figure 1",
+        expected=np.array([1.0, 2.0]),
+        observed=torch.tensor([1.0, 2.5]),
+        agrees=False,
+        note="n=4",
+    )
+    led.check(
+        "np",
+        "Lemma 3",
+        kind="identity",
+        holds=True,
+        expected=np.float64(0.25),
+        observed=np.int64(3),
+    )
     path = led.write()
     assert path == tmp_path / "ledgers" / f"{CHAPTER_ID}.json"
     data = _strict_json(path.read_text())
@@ -598,10 +636,10 @@ def test_ledger_json_is_strict_and_complete(led, tmp_path):
 
 
 def test_ledger_write_is_atomic(led, monkeypatch):
-    led.check("first", "T", "identity", True, 0, 0)
+    led.check("first", "T", kind="identity", holds=True, expected=0, observed=0)
     path = led.write()
     before = path.read_text()
-    led.check("second", "T", "identity", True, 0, 0)
+    led.check("second", "T", kind="identity", holds=True, expected=0, observed=0)
 
     def half_dump(obj, fh, **kwargs):
         fh.write('{"chapter": "half')
@@ -615,8 +653,8 @@ def test_ledger_write_is_atomic(led, monkeypatch):
 
 
 def test_finish_writes_then_raises_on_a_failed_check(led):
-    led.check("ok", "Theorem 1", "identity", True, 0, 0)
-    led.check("bad", "Theorem 2", "bound", False, 1, 2)
+    led.check("ok", "Theorem 1", kind="identity", holds=True, expected=0, observed=0)
+    led.check("bad", "Theorem 2", kind="bound", holds=False, expected=1, observed=2)
     with pytest.raises(L.ClaimFailed, match="bad") as err:
         led.finish(display=False)
     assert isinstance(err.value, AssertionError)
@@ -626,8 +664,8 @@ def test_finish_writes_then_raises_on_a_failed_check(led):
 
 
 def test_finish_passes_when_only_differs(led, capsys):
-    led.check("ok", "Theorem 1", "identity", True, 0, 0)
-    led.compare("gap", "Table 2", 1.0, 2.0, agrees=False, note="other sizes")
+    led.check("ok", "Theorem 1", kind="identity", holds=True, expected=0, observed=0)
+    led.compare("gap", "Table 2", expected=1.0, observed=2.0, agrees=False, note="other sizes")
     assert led.finish(display=True) is None  # a chapter's last cell shows the table, not a path
     assert led.path.is_file()
     out = capsys.readouterr().out
@@ -859,17 +897,23 @@ def test_compare_records_inconclusive_only_with_a_note(led):
     claim = led.compare(
         "undecided",
         "Figure 1",
-        1.0,
-        1.1,
+        expected=1.0,
+        observed=1.1,
         agrees=None,
         kind="prediction",
         note="two seeds cannot separate the arms; 16 would",
     )
     assert claim["status"] == "inconclusive" and claim["kind"] == "prediction"
     with pytest.raises(ValueError, match="inconclusive"):
-        led.compare("silent", "Figure 1", 1.0, 1.1, agrees=None)
-    assert led.compare("no", "Figure 1", 1.0, 2.0, agrees=np.False_)["status"] == "differs"
-    assert led.compare("yes", "Figure 1", 1.0, 1.0, agrees=np.True_)["status"] == "reproduced"
+        led.compare("silent", "Figure 1", expected=1.0, observed=1.1, agrees=None)
+    assert (
+        led.compare("no", "Figure 1", expected=1.0, observed=2.0, agrees=np.False_)["status"]
+        == "differs"
+    )
+    assert (
+        led.compare("yes", "Figure 1", expected=1.0, observed=1.0, agrees=np.True_)["status"]
+        == "reproduced"
+    )
 
 
 def test_ledger_records_the_notebook_cell_of_a_claim(chapter, tmp_path, monkeypatch):
@@ -877,13 +921,13 @@ def test_ledger_records_the_notebook_cell_of_a_claim(chapter, tmp_path, monkeypa
 
     cfg = S.preset(CHAPTER_ID, "smoke", device="cpu", ledger_dir=tmp_path)
     plain = L.Ledger(cfg)
-    assert "cell" not in plain.check("a", "T", "identity", holds=True, expected=0, observed=0)
+    assert "cell" not in plain.check("a", "T", kind="identity", holds=True, expected=0, observed=0)
     shell = types.SimpleNamespace(execution_count=7)
     monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: shell))
     led = L.Ledger(cfg)
-    assert led.check("b", "T", "identity", holds=True, expected=0, observed=0)["cell"] == 7
+    assert led.check("b", "T", kind="identity", holds=True, expected=0, observed=0)["cell"] == 7
     shell.execution_count = 0  # no cell running: nothing recorded
-    assert "cell" not in led.check("c", "T", "identity", holds=True, expected=0, observed=0)
+    assert "cell" not in led.check("c", "T", kind="identity", holds=True, expected=0, observed=0)
 
 
 def test_a_ledger_times_the_chapter_from_the_librarys_import(chapter, tmp_path, monkeypatch):
@@ -907,15 +951,15 @@ def test_a_claim_shows_the_claims_of_its_cell_as_a_table(chapter, tmp_path, monk
     shell = types.SimpleNamespace(execution_count=3)
     monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: shell))
     led = L.Ledger(cfg)
-    led.check("before", "T", "identity", holds=True, expected=0, observed=0)
+    led.check("before", "T", kind="identity", holds=True, expected=0, observed=0)
     shell.execution_count = 4
-    first = led.check("one", "Lemma 1", "identity", holds=True, expected=0, observed=0)
-    last = led.compare("two", "Table 2", 1.0, 2.0, agrees=False, note="why")
+    first = led.check("one", "Lemma 1", kind="identity", holds=True, expected=0, observed=0)
+    last = led.compare("two", "Table 2", expected=1.0, observed=2.0, agrees=False, note="why")
     shown = last._repr_markdown_()
     assert shown == L.claims_table([first, last])  # this cell's claims, not the earlier cell's
     assert "before" not in shown and "**differs**" in shown
     assert dict(last) == {k: last[k] for k in last} and json.loads(json.dumps(last))["id"] == "two"
     outside = L.Ledger(cfg)
     monkeypatch.setitem(sys.modules, "IPython", None)
-    alone = outside.check("alone", "T", "identity", holds=True, expected=0, observed=0)
+    alone = outside.check("alone", "T", kind="identity", holds=True, expected=0, observed=0)
     assert alone._repr_markdown_() == L.claims_table([alone])

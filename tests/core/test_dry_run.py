@@ -97,7 +97,7 @@ def test_a_dry_run_ledger_says_so_and_is_left_out(dry, tmp_path):
     cfg = _Cfg("x", "paper")
     list(train.progress(range(5), desc="steps", disable=True))
     led = ledger_mod.Ledger(cfg, device="cpu", ledger_dir=tmp_path)
-    led.check("wrong", "nowhere", "identity", False, 0, 1)
+    led.check("wrong", "nowhere", kind="identity", holds=False, expected=0, observed=1)
     led.finish(display=False)  # a failed check does not raise in a dry run
     data = json.loads(led.path.read_text())
     assert data["dry_run"]["steps"] == 2 and data["dry_run"]["loops"][0]["planned"] == 5
@@ -110,7 +110,7 @@ def test_a_real_ledger_has_no_dry_run_key(monkeypatch, tmp_path):
     monkeypatch.delenv(train.DRY_RUN_ENV, raising=False)
     cfg = _Cfg("x", "smoke")
     led = ledger_mod.Ledger(cfg, device="cpu", ledger_dir=tmp_path)
-    led.check("wrong", "nowhere", "identity", False, 0, 1)
+    led.check("wrong", "nowhere", kind="identity", holds=False, expected=0, observed=1)
     with pytest.raises(ledger_mod.ClaimFailed):
         led.finish(display=False)
     assert "dry_run" not in json.loads((tmp_path / "x.json").read_text())
@@ -147,7 +147,7 @@ def test_a_dry_run_ends_after_its_first_outermost_loops_with_its_ledger_written(
     for i in train.progress(range(10), desc="first", disable=True):
         for j in train.progress(range(10), desc="inner", disable=True):  # inner: never ends it
             seen.append((i, j))
-    led.check("before-the-end", "nowhere", "identity", True, 0, 0)
+    led.check("before-the-end", "nowhere", kind="identity", holds=True, expected=0, observed=0)
     assert not train.dry_run_ended() and not led.path.exists()
     with pytest.raises(train.DryRunEnded, match=rf"{train.DRY_RUN_LOOPS_ENV}=2"):
         for _ in train.progress(range(10), desc="second", disable=True):

@@ -8,7 +8,8 @@
 - discovery imports each topic's ``chapters`` module from that list, and nothing of the book's
   machinery;
 - the core and the topics import no third-party package that ``pyproject.toml`` does not declare
-  as a dependency of running a chapter.
+  as a dependency of running a chapter;
+- a function of more than six parameters takes all but at most four as keywords.
 """
 
 from __future__ import annotations
@@ -217,3 +218,28 @@ def test_test_workers_share_the_cores_out():
 
     assert [worker_threads(2, n) for n in (1, 2, 4)] == [2, 1, 1]
     assert worker_threads(8, 3) == 2 and worker_threads(1, 0) == 1
+
+
+#: Functions whose signature a framework fixes: docutils calls a role with seven positional
+#: arguments.
+POSITIONAL_BY_CONTRACT = {"companions.book.sphinx_ledger.claim_role"}
+
+
+def test_long_signatures_take_keywords():
+    """More than six parameters (``self`` and ``cls`` apart): at most four positional (the
+    operands, as in ``looped_transformer(Z0, Q, P, etas)``), the rest keywords, so that a call
+    site names what it passes."""
+    offenders = []
+    for module, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            args = node.args
+            positional = [
+                a.arg for a in args.posonlyargs + args.args if a.arg not in ("self", "cls")
+            ]
+            if len(positional) + len(args.kwonlyargs) <= 6 or len(positional) <= 4:
+                continue
+            if f"{module}.{node.name}" not in POSITIONAL_BY_CONTRACT:
+                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}")
+    assert not offenders, f"put a '*' after at most four parameters of: {offenders}"

@@ -86,11 +86,17 @@ def test_gathered_header():
 
 
 def test_every_field_is_recorded_as_given(led):
-    a = led.check("a", "Thm 1", "identity", True, 1, 2, tolerance=0.5, note="na")
-    b = led.check_close("b", "Thm 2", "bound", 1.0, 1.25, 0.5, note="nb")
+    a = led.check(
+        "a", "Thm 1", kind="identity", holds=True, expected=1, observed=2, tolerance=0.5, note="na"
+    )
+    b = led.check_close(
+        "b", "Thm 2", kind="bound", expected=1.0, observed=1.25, tolerance=0.5, note="nb"
+    )
     c = led.check_at_most("c", "Thm 3", "bound", 2, 1.5, note="nc")
-    d = led.compare("d", "Tab 4", 3, 4, agrees=False, tolerance=0.1, note="nd")
-    e = led.compare("e", "Fig 5", 3, 4, agrees=None, kind="prediction", note="paper scale")
+    d = led.compare("d", "Tab 4", expected=3, observed=4, agrees=False, tolerance=0.1, note="nd")
+    e = led.compare(
+        "e", "Fig 5", expected=3, observed=4, agrees=None, kind="prediction", note="paper scale"
+    )
     assert {k: a[k] for k in ("source", "expected", "observed", "tolerance", "note")} == {
         "source": "Thm 1",
         "expected": 1,
@@ -122,29 +128,29 @@ def test_every_field_is_recorded_as_given(led):
     assert (e["status"], e["kind"], e["note"]) == ("inconclusive", "prediction", "paper scale")
     # the default note is empty
     for claim in (
-        led.check("f", "T", "identity", True, 0, 0),
-        led.check_close("g", "T", "bound", 0, 0, 0),
+        led.check("f", "T", kind="identity", holds=True, expected=0, observed=0),
+        led.check_close("g", "T", kind="bound", expected=0, observed=0, tolerance=0),
         led.check_at_most("h", "T", "bound", 0, 0),
-        led.compare("i", "T", 0, 0, agrees=True),
+        led.compare("i", "T", expected=0, observed=0, agrees=True),
     ):
         assert claim["note"] == ""
 
 
 def test_error_messages_name_the_problem(led):
     with pytest.raises(ValueError, match="check kind must be one of .* not 'guess'"):
-        led.check("a", "T", "guess", True, 0, 0)
+        led.check("a", "T", kind="guess", holds=True, expected=0, observed=0)
     with pytest.raises(ValueError, match="compare kind must be one of .* not 'bound'"):
-        led.compare("a", "T", 0, 0, agrees=True, kind="bound")
+        led.compare("a", "T", expected=0, observed=0, agrees=True, kind="bound")
     with pytest.raises(
         ValueError, match="inconclusive: its note must name the scale that would decide it$"
     ):
-        led.compare("a", "T", 0, 0, agrees=None, note="  ")
+        led.compare("a", "T", expected=0, observed=0, agrees=None, note="  ")
     with pytest.raises(ValueError, match="claim kind 'guess' is not one of"):
         led._add({"id": "z", "kind": "guess"})
 
 
 def test_write_makes_folders_and_writes_indented_strict_json(led, monkeypatch):
-    led.check("a", "T", "identity", True, 0, 0)
+    led.check("a", "T", kind="identity", holds=True, expected=0, observed=0)
     seen = {}
     replace = os.replace
 
@@ -181,13 +187,13 @@ def test_a_failed_rename_raises_its_own_error(led, monkeypatch):
 
 
 def test_finish_shows_the_table_by_default_and_names_every_failure(led, capsys):
-    led.check("ok", "Thm 0", "identity", True, 0, 0)
+    led.check("ok", "Thm 0", kind="identity", holds=True, expected=0, observed=0)
     assert led.finish() is None and led.path == led.dir / "_out-chapter.json"
     assert led.path.is_file()
     shown = capsys.readouterr().out
     assert "**Summary.**" in shown and "| ok | Thm 0 | **holds** |" in shown
-    led.check("a", "Thm 1", "identity", False, 0, 1)
-    led.check("b", "Thm 2", "bound", False, 0, 1)
+    led.check("a", "Thm 1", kind="identity", holds=False, expected=0, observed=1)
+    led.check("b", "Thm 2", kind="bound", holds=False, expected=0, observed=1)
     with pytest.raises(L.ClaimFailed, match=r"2 claim\(s\) .* failed: a \(Thm 1\), b \(Thm 2\)\."):
         led.finish(display=False)
     assert capsys.readouterr().out == ""

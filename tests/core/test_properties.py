@@ -72,7 +72,7 @@ def test_check_status_follows_the_truth_of_any_boolean(tmp_path_factory, truth_a
     truth, value = truth_and_value
     led = _ledger(tmp_path_factory.mktemp("led"))
     for kind in L.CHECK_KINDS:
-        claim = led.check(f"c-{kind}", "T", kind, value, 1, 1)
+        claim = led.check(f"c-{kind}", "T", kind=kind, holds=value, expected=1, observed=1)
         assert claim["status"] == ("holds" if truth else "fails"), (type(value), value)
     assert len(led.failed) == (0 if truth else len(L.CHECK_KINDS))
 
@@ -83,11 +83,13 @@ def test_compare_status_follows_the_truth_of_any_boolean(tmp_path_factory, truth
     truth, value = truth_and_value
     led = _ledger(tmp_path_factory.mktemp("led"))
     for kind in L.COMPARE_KINDS:
-        claim = led.compare(f"c-{kind}", "T", 1, 1, agrees=value, kind=kind)
+        claim = led.compare(f"c-{kind}", "T", expected=1, observed=1, agrees=value, kind=kind)
         assert claim["status"] == ("reproduced" if truth else "differs"), (type(value), value)
         assert claim["kind"] == kind
     assert led.failed == []  # differs is a finding, never a failure
-    inconclusive = led.compare("none", "T", 1, 1, agrees=None, note="paper scale decides")
+    inconclusive = led.compare(
+        "none", "T", expected=1, observed=1, agrees=None, note="paper scale decides"
+    )
     assert inconclusive["status"] == "inconclusive"
 
 
@@ -96,13 +98,22 @@ def test_compare_status_follows_the_truth_of_any_boolean(tmp_path_factory, truth
 def test_check_close_holds_exactly_within_the_tolerance(tmp_path_factory, e, o, tol, ke, ko):
     led = _ledger(tmp_path_factory.mktemp("led"))
     expected, observed = _number_kinds(e)[ke], _number_kinds(o)[ko]
-    claim = led.check_close("x", "T", "bound", expected, observed, tol)
+    claim = led.check_close(
+        "x", "T", kind="bound", expected=expected, observed=observed, tolerance=tol
+    )
     gap = abs(float(observed) - float(expected))
     assert claim["status"] == ("holds" if gap <= tol else "fails")
     # symmetric in expected and observed, and always holds at its own gap
-    swapped = led.check_close("y", "T", "bound", observed, expected, tol)
+    swapped = led.check_close(
+        "y", "T", kind="bound", expected=observed, observed=expected, tolerance=tol
+    )
     assert swapped["status"] == claim["status"]
-    assert led.check_close("z", "T", "bound", expected, observed, gap)["status"] == "holds"
+    assert (
+        led.check_close(
+            "z", "T", kind="bound", expected=expected, observed=observed, tolerance=gap
+        )["status"]
+        == "holds"
+    )
     assert isinstance(claim["observed"], float) and isinstance(claim["tolerance"], float)
 
 
@@ -120,8 +131,18 @@ def test_check_at_most_is_observed_at_most_bound(tmp_path_factory, b, o, kb, ko)
 @pytest.mark.parametrize("bad", [float("nan"), np.float32("nan"), torch.tensor(float("nan"))])
 def test_a_nan_never_holds(tmp_path, bad):
     led = _ledger(tmp_path)
-    assert led.check_close("a", "T", "bound", 0.0, bad, float("inf"))["status"] == "fails"
-    assert led.check_close("b", "T", "bound", bad, 0.0, float("inf"))["status"] == "fails"
+    assert (
+        led.check_close("a", "T", kind="bound", expected=0.0, observed=bad, tolerance=float("inf"))[
+            "status"
+        ]
+        == "fails"
+    )
+    assert (
+        led.check_close("b", "T", kind="bound", expected=bad, observed=0.0, tolerance=float("inf"))[
+            "status"
+        ]
+        == "fails"
+    )
     assert led.check_at_most("c", "T", "bound", 1.0, bad)["status"] == "fails"
     assert led.check_at_most("d", "T", "bound", bad, 0.0)["status"] == "fails"
 
@@ -172,7 +193,15 @@ def test_plain_of_every_kind(value, plain):
 def test_a_ledger_with_every_kind_round_trips_as_strict_json(tmp_path):
     led = _ledger(tmp_path)
     for i, (truth, value) in enumerate((t, v) for t in (True, False) for v in _truth_values(t)):
-        led.check(f"k{i}", "T", "identity", value, value, value, tolerance=value)
+        led.check(
+            f"k{i}",
+            "T",
+            kind="identity",
+            holds=value,
+            expected=value,
+            observed=value,
+            tolerance=value,
+        )
     data = json.loads(led.write().read_text())
     statuses = [c["status"] for c in data["claims"]]
     n = len(_truth_values(True))

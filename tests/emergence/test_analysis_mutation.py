@@ -25,7 +25,9 @@ def _gen(seed=0):
 
 def _eye_dist():
     """d = 4, D = 3, M = the first three unit vectors, A = {0, 1}."""
-    return data.parity_mixture(4, 3, 2, Fraction(1, 2), _gen(), A=(0, 1), M=torch.eye(4)[:, :3])
+    return data.parity_mixture(
+        4, 3, k=2, p_o=Fraction(1, 2), generator=_gen(), A=(0, 1), M=torch.eye(4)[:, :3]
+    )
 
 
 def test_signal_noise_by_hand():
@@ -68,14 +70,16 @@ def test_step_summary_by_hand():
 
 
 def test_sample_gradient_terms_background_and_unit_against_the_population():
-    dist = data.parity_mixture(12, 8, 3, Fraction(1, 3), _gen())
+    dist = data.parity_mixture(12, 8, k=3, p_o=Fraction(1, 3), generator=_gen())
     grid, prob = dist.support()
     counts = (prob * 2**16).round().long()
     X = dist.inputs(grid).repeat_interleave(counts, dim=0)
     y = dist.labels(grid).repeat_interleave(counts)
     w = (prob * 2**16 - counts).abs().max()
     assert float(w) < 0.5  # the repeated support is the population up to 1/2 of 2^-16 each
-    p0 = network.symmetric_init(2, 12, 3, dist.sigma, float(dist.gamma), _gen(3))
+    p0 = network.symmetric_init(
+        2, 12, k=3, sigma_tilde=dist.sigma, gamma=float(dist.gamma), generator=_gen(3)
+    )
     p0.a[1] = -2.5 * p0.a[1]  # a second neuron of another scale and sign
     terms = analysis.sample_gradient_terms(p0, X, y, dist, 0.3)
     bg = [j for j in range(8) if j not in dist.A]
@@ -91,9 +95,11 @@ def test_sample_gradient_terms_background_and_unit_against_the_population():
 
 
 def test_sample_gradient_terms_in_float32():
-    dist = data.parity_mixture(12, 8, 3, Fraction(1, 3), _gen())
+    dist = data.parity_mixture(12, 8, k=3, p_o=Fraction(1, 3), generator=_gen())
     x, y, _ = dist.sample(64, _gen(1), dtype=torch.float32)
-    p0 = network.symmetric_init(2, 12, 3, dist.sigma, float(dist.gamma), _gen(3))
+    p0 = network.symmetric_init(
+        2, 12, k=3, sigma_tilde=dist.sigma, gamma=float(dist.gamma), generator=_gen(3)
+    )
     wide = analysis.sample_gradient_terms(p0, x.double(), y.double(), dist, 0.3)
     narrow = analysis.sample_gradient_terms(p0.to(torch.float32), x, y, dist, 0.3)
     assert narrow["T_A"].dtype == torch.float32
@@ -103,12 +109,12 @@ def test_sample_gradient_terms_in_float32():
 def test_epsilon_e_closed_form():
     # sigma_phi^2 sigma~^2 = p_o (1 - p_o): eps = (k L^(1/2) + L^(3/2)) / sqrt(p_o (1-p_o) (D-k))
     for p_o, D, k, m, delta in ((Fraction(1, 2), 10, 3, 10, 0.1), (Fraction(1, 5), 9, 2, 7, 0.3)):
-        dist = data.parity_mixture(D, D, k, p_o, _gen())
+        dist = data.parity_mixture(D, D, k=k, p_o=p_o, generator=_gen())
         L = math.log(D * m / delta)
         want = (k * math.sqrt(L) + L**1.5) / math.sqrt(float(p_o * (1 - p_o)) * (D - k))
         assert analysis.epsilon_e(dist, m, delta) == pytest.approx(want, rel=1e-12)
     L = math.log(10 * 10 / 0.1)  # delta defaults to 0.1
-    dist = data.parity_mixture(10, 10, 3, Fraction(1, 2), _gen())
+    dist = data.parity_mixture(10, 10, k=3, p_o=Fraction(1, 2), generator=_gen())
     assert analysis.epsilon_e(dist, 10) == pytest.approx(
         (3 * math.sqrt(L) + L**1.5) / math.sqrt(0.25 * 7), rel=1e-12
     )
@@ -123,20 +129,35 @@ def test_probes_are_the_standardised_probe_and_the_raw_head(capsys):
     )
     X, Xt = torch.randn(80, 3, generator=g, dtype=F64), torch.randn(40, 3, generator=g, dtype=F64)
     y, yt = torch.sign(X[:, 0] + 0.2), torch.sign(Xt[:, 0] + 0.2)
-    out = analysis.probes(p, X, y, Xt, yt, 7, 16, _gen(5), lr=0.05)
+    out = analysis.probes(p, X, y=y, Xt=Xt, yt=yt, steps=7, batch=16, generator=_gen(5), lr=0.05)
     F, Ft = network.features(p, X), network.features(p, Xt)
     assert out["standardised"] == baselines.standardised_probe(F, y, Ft, yt)
-    a, _ = baselines.train_linear_head(F, y, 7, 16, _gen(5), lr=0.05, progress=False)
+    a, _ = baselines.train_linear_head(
+        F, y, steps=7, batch=16, generator=_gen(5), lr=0.05, progress=False
+    )
     assert out["raw"]["train"] == float((torch.sign(F @ a) == y).double().mean())
     assert out["raw"]["test"] == float((torch.sign(Ft @ a) == yt).double().mean())
     assert out["raw"]["output_spread"] == pytest.approx(float((Ft @ a).std()), rel=1e-12)
     assert capsys.readouterr().err == ""  # no progress bar by default
-    default_lr = analysis.probes(p, X, y, Xt, yt, 7, 16, _gen(5))
-    a, _ = baselines.train_linear_head(F, y, 7, 16, _gen(5), progress=False)  # lr 1e-2
+    default_lr = analysis.probes(p, X, y=y, Xt=Xt, yt=yt, steps=7, batch=16, generator=_gen(5))
+    a, _ = baselines.train_linear_head(
+        F, y, steps=7, batch=16, generator=_gen(5), progress=False
+    )  # lr 1e-2
     assert default_lr["raw"]["output_spread"] == pytest.approx(float((Ft @ a).std()), rel=1e-12)
-    analysis.probes(p, X, y, Xt, yt, 2, 16, _gen(5), progress=True, desc="my-probe")
+    analysis.probes(
+        p,
+        X,
+        y=y,
+        Xt=Xt,
+        yt=yt,
+        steps=2,
+        batch=16,
+        generator=_gen(5),
+        progress=True,
+        desc="my-probe",
+    )
     assert "my-probe" in capsys.readouterr().err
-    analysis.probes(p, X, y, Xt, yt, 2, 16, _gen(5), progress=True)
+    analysis.probes(p, X, y=y, Xt=Xt, yt=yt, steps=2, batch=16, generator=_gen(5), progress=True)
     assert re.search(r"(^|\r)probe: ", capsys.readouterr().err)  # the default name
 
 
@@ -185,11 +206,13 @@ def test_mean_se_text():
 def _first_steps_by_hand(seed, d=12, D=8, k=3, p_o=0.5, m=4, n=300, n_test=100, probe_steps=3):
     """first_steps_stats' docstring, step by step, with its seeds (10, 11, 20 + 1000 seed)."""
     gen = _gen(10 + 1000 * seed)
-    dist = data.parity_mixture(d, D, k, Fraction(p_o), gen)
+    dist = data.parity_mixture(d, D, k=k, p_o=Fraction(p_o), generator=gen)
     x, y, _ = dist.sample(n, gen)
     xt, yt, _ = dist.sample(n_test, gen)
     sched = network.schedule("A.274", k, m, dist.sigma, float(dist.gamma), 600)
-    p0 = network.symmetric_init(m, d, k, dist.sigma, float(dist.gamma), _gen(11 + 1000 * seed))
+    p0 = network.symmetric_init(
+        m, d, k=k, sigma_tilde=dist.sigma, gamma=float(dist.gamma), generator=_gen(11 + 1000 * seed)
+    )
     p1, p2 = network.first_two_steps(p0, x, y, sched)
     v = dist.signal_direction
     c1, c2 = network.cosines(p1.W, v), network.cosines(p2.W, v)
@@ -209,7 +232,9 @@ def _first_steps_by_hand(seed, d=12, D=8, k=3, p_o=0.5, m=4, n=300, n_test=100, 
         "slope": slope,
     }
     for name, p, g in (("one", p1, 20 + 1000 * seed), ("two", p2, 21 + 1000 * seed)):
-        pr = analysis.probes(p, x, y, xt, yt, probe_steps, 1000, _gen(g))
+        pr = analysis.probes(
+            p, x, y=y, Xt=xt, yt=yt, steps=probe_steps, batch=1000, generator=_gen(g)
+        )
         want[f"{name}_std_test"] = pr["standardised"]["test"]
         want[f"{name}_raw_train"] = pr["raw"]["train"]
         want[f"{name}_raw_test"] = pr["raw"]["test"]
@@ -217,7 +242,9 @@ def _first_steps_by_hand(seed, d=12, D=8, k=3, p_o=0.5, m=4, n=300, n_test=100, 
 
 
 def test_first_steps_stats_against_its_definition():
-    got = analysis.first_steps_stats(12, 8, 3, 0.5, 4, 300, 100, "A.274", 3, seed=1)
+    got = analysis.first_steps_stats(
+        12, 8, k=3, p_o=0.5, m=4, n=300, n_test=100, schedule="A.274", probe_steps=3, seed=1
+    )
     want = _first_steps_by_hand(1)
     assert set(got) == set(want)
     for key in want:
@@ -226,9 +253,9 @@ def test_first_steps_stats_against_its_definition():
 
 def test_lemma_a18_drift_bounds_hold_and_rates_are_a276():
     k, m, T = 3, 64, 25  # 2 eta lam_max = 2 k^5 / (T m^(2/3) sigma~) < 1 needs T > 21.5 here
-    out = analysis.lemma_a18_drift(12, 8, k, m, 200, T, 50, seed=0)
+    out = analysis.lemma_a18_drift(12, 8, k=k, m=m, n=200, steps=T, batch=50, seed=0)
     gen = _gen(10)
-    dist = data.parity_mixture(12, 8, k, Fraction(1, 2), gen)
+    dist = data.parity_mixture(12, 8, k=k, p_o=Fraction(1, 2), generator=gen)
     x, _, _ = dist.sample(200, gen)
     assert out["eta"] == pytest.approx(k**2 / (T * m ** (1 / 3)), rel=1e-15)
     assert out["lam"] == pytest.approx(k**3 / (dist.sigma * m ** (1 / 3)), rel=1e-15)
@@ -237,27 +264,32 @@ def test_lemma_a18_drift_bounds_hold_and_rates_are_a276():
     for key in ("ratio_a", "ratio_w", "ratio_b"):
         assert 0 < out[key] <= 1, key
     assert out["drift_w"] > 0 and out["max_a"] > 0
-    assert analysis.lemma_a18_drift(12, 8, k, m, 200, T, 50, seed=0, lam=0.0)["lam"] == 0.0
-    small = analysis.lemma_a18_drift(12, 8, k, m, 200, T, 50, seed=0, lam=0.01)
+    assert (
+        analysis.lemma_a18_drift(12, 8, k=k, m=m, n=200, steps=T, batch=50, seed=0, lam=0.0)["lam"]
+        == 0.0
+    )
+    small = analysis.lemma_a18_drift(12, 8, k=k, m=m, n=200, steps=T, batch=50, seed=0, lam=0.01)
     assert small["lam"] == 0.01 and 0 < small["ratio_w"] <= 1
     with pytest.raises(ValueError, match="'lam' = -1 is not allowed: need 0 <= 2 eta lam < 1"):
-        analysis.lemma_a18_drift(12, 8, k, m, 200, T, 50, seed=0, lam=-1)
+        analysis.lemma_a18_drift(12, 8, k=k, m=m, n=200, steps=T, batch=50, seed=0, lam=-1)
     big = 0.6 / out["eta"]  # 2 eta lam = 1.2: refused
     with pytest.raises(ValueError, match="'lam'"):
-        analysis.lemma_a18_drift(12, 8, k, m, 200, T, 50, seed=0, lam=big)
+        analysis.lemma_a18_drift(12, 8, k=k, m=m, n=200, steps=T, batch=50, seed=0, lam=big)
 
 
 def test_lemma_a18_drift_against_its_definition(capsys):
     """The docstring's three bounds on the trajectory of the later SGD steps, recomputed from the
     recorded parameters (seeds as in the source: 10, 11, 12 + 1000 seed)."""
     d, D, k, m, n, T, batch, seed = 12, 8, 3, 64, 200, 25, 50, 1
-    got = analysis.lemma_a18_drift(d, D, k, m, n, T, batch, seed)
+    got = analysis.lemma_a18_drift(d, D, k=k, m=m, n=n, steps=T, batch=batch, seed=seed)
     assert capsys.readouterr().err == ""  # no progress bar
     gen = _gen(10 + 1000 * seed)
-    dist = data.parity_mixture(d, D, k, Fraction(1, 2), gen)
+    dist = data.parity_mixture(d, D, k=k, p_o=Fraction(1, 2), generator=gen)
     x, y, _ = dist.sample(n, gen)
     sched = network.schedule("A.214", k, m, dist.sigma, float(dist.gamma), T)
-    p0 = network.symmetric_init(m, d, k, dist.sigma, float(dist.gamma), _gen(11 + 1000 * seed))
+    p0 = network.symmetric_init(
+        m, d, k=k, sigma_tilde=dist.sigma, gamma=float(dist.gamma), generator=_gen(11 + 1000 * seed)
+    )
     _, p2 = network.first_two_steps(p0, x, y, sched)
     eta = k**2 / (T * m ** (1 / 3))  # (A.276)
     lam = k**3 / (dist.sigma * m ** (1 / 3))
@@ -265,10 +297,10 @@ def test_lemma_a18_drift_against_its_definition(capsys):
     p_end, _ = network.train_late(
         p2,
         x,
-        y,
-        T,
-        batch,
-        _gen(12 + 1000 * seed),
+        y=y,
+        steps=T,
+        batch=batch,
+        generator=_gen(12 + 1000 * seed),
         optimizer="theory",
         lr=eta,
         lam=lam,

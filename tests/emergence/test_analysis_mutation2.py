@@ -34,13 +34,13 @@ def test_first_steps_stats_hands_on_p_o_and_the_probe_seeds(monkeypatch):
     seen, calls = [], []
     real_mixture, real_probes = data.parity_mixture, analysis.probes
 
-    def mixture(d, D, k, p_o, gen, **kw):
+    def mixture(d, D, *, p_o, **kw):
         seen.append(p_o)
-        return real_mixture(d, D, k, Fraction(1, 2), gen, **kw)
+        return real_mixture(d, D, p_o=Fraction(1, 2), **kw)
 
-    def probes(p, x, y, xt, yt, steps, batch, g, **kw):
-        calls.append((steps, batch, g.initial_seed()))
-        return real_probes(p, x, y, xt, yt, steps, batch, g, **kw)
+    def probes(p, x, *, steps, batch, generator, **kw):
+        calls.append((steps, batch, generator.initial_seed()))
+        return real_probes(p, x, steps=steps, batch=batch, generator=generator, **kw)
 
     monkeypatch.setattr(data, "parity_mixture", mixture)
     monkeypatch.setattr(analysis, "probes", probes)
@@ -62,7 +62,7 @@ def _one_neuron(b):
 
 def _labels(seed):
     gen = _gen(10 + 1000 * seed)
-    dist = data.parity_mixture(12, 8, 3, Fraction(1, 2), gen)
+    dist = data.parity_mixture(12, 8, k=3, p_o=Fraction(1, 2), generator=gen)
     _, y, _ = dist.sample(ARGS["n"], gen)
     return y
 
@@ -92,7 +92,9 @@ K, M, T, SEED = 3, 8, 9, 1  # eta = k^2 / (T m^(1/3)) = 9 / (9 * 2) = 1/2 exactl
 
 def test_lemma_a18_drift_refuses_two_eta_lam_equal_to_one():
     with pytest.raises(ValueError, match="'lam' = 1.0 is not allowed: need 0 <= 2 eta lam < 1"):
-        analysis.lemma_a18_drift(12, 8, K, M, 40, T, 10, SEED, lam=1.0)  # 2 eta lam = 1
+        analysis.lemma_a18_drift(
+            12, 8, k=K, m=M, n=40, steps=T, batch=10, seed=SEED, lam=1.0
+        )  # 2 eta lam = 1
 
 
 def test_lemma_a18_drift_bounds_at_step_two(monkeypatch):
@@ -101,7 +103,9 @@ def test_lemma_a18_drift_bounds_at_step_two(monkeypatch):
     lam = 0.3
     got = {}
 
-    def train_late(p2, x, y, steps, batch, g, *, optimizer, lr, lam, eval_every, evaluate, **kw):
+    def train_late(
+        p2, x, *, y, steps, batch, generator, optimizer, lr, lam, eval_every, evaluate, **kw
+    ):
         assert (steps, optimizer, eval_every) == (T, "theory", 1)
         eta, R = lr, float(x.norm(dim=1).max())
         a2, w2n = p2.a.abs(), p2.W.norm(dim=1)
@@ -116,7 +120,7 @@ def test_lemma_a18_drift_bounds_at_step_two(monkeypatch):
         return moved, {}
 
     monkeypatch.setattr(network, "train_late", train_late)
-    out = analysis.lemma_a18_drift(12, 8, K, M, 40, T, 10, SEED, lam=lam)
+    out = analysis.lemma_a18_drift(12, 8, k=K, m=M, n=40, steps=T, batch=10, seed=SEED, lam=lam)
     assert got["eta"] == 0.5
     assert out["ratio_b"] == pytest.approx(0.5, rel=1e-12)
     assert out["ratio_w"] == pytest.approx(0.25, rel=1e-12)

@@ -37,10 +37,14 @@ def test_head_first_steps_are_adam_sign_steps():
     # every row is F_ROW and y = +1: the hinge's gradient is -F_ROW while y <F, a> < 1, and
     # Adam's first steps on a constant gradient g move by lr g / |g| (eps = 1e-8 aside)
     F, y = F_ROW.repeat(4, 1), torch.ones(4, dtype=F64)
-    a, hist = baselines.train_linear_head(F, y, 2, 2, _gen(), lr=0.1, progress=False)
+    a, hist = baselines.train_linear_head(
+        F, y, steps=2, batch=2, generator=_gen(), lr=0.1, progress=False
+    )
     assert torch.allclose(a, 0.2 * torch.sign(F_ROW), rtol=1e-6) and not a.requires_grad
     assert hist == {"step": []}  # nothing recorded without evaluate
-    a1, _ = baselines.train_linear_head(F, y, 1, 2, _gen(), progress=False)  # default lr 1e-2
+    a1, _ = baselines.train_linear_head(
+        F, y, steps=1, batch=2, generator=_gen(), progress=False
+    )  # default lr 1e-2
     assert torch.allclose(a1, 0.01 * torch.sign(F_ROW), rtol=1e-6)
 
 
@@ -48,23 +52,29 @@ def test_head_draws_minibatches_of_min_batch_n_rows_once_per_step():
     F = torch.tensor([[1.0, 1.0], [-3.0, 1.0], [0.5, -2.0]], dtype=F64)
     y = torch.tensor([1.0, 1.0, -1.0], dtype=F64)
     g = _gen(4)
-    baselines.train_linear_head(F, y, 3, 5, g, progress=False)
+    baselines.train_linear_head(F, y, steps=3, batch=5, generator=g, progress=False)
     ref = _gen(4)
     for _ in range(3):
         torch.randint(3, (3,), generator=ref)  # min(batch = 5, n = 3) rows a step
     assert _next(g) == _next(ref)
     # one row a step: the first step is lr sign(y_i F_i) for the row drawn
     i = int(torch.randint(3, (1,), generator=_gen(7)))
-    a, _ = baselines.train_linear_head(F, y, 1, 1, _gen(7), lr=0.1, progress=False)
+    a, _ = baselines.train_linear_head(
+        F, y, steps=1, batch=1, generator=_gen(7), lr=0.1, progress=False
+    )
     assert torch.allclose(a, 0.1 * torch.sign(y[i] * F[i]), rtol=1e-6)
 
 
 def test_head_projects_on_the_ball_only_outside_it():
     F, y = F_ROW.repeat(4, 1), torch.ones(4, dtype=F64)
-    a, _ = baselines.train_linear_head(F, y, 1, 4, _gen(), lr=0.1, progress=False, max_norm=0.1)
+    a, _ = baselines.train_linear_head(
+        F, y, steps=1, batch=4, generator=_gen(), lr=0.1, progress=False, max_norm=0.1
+    )
     # one step gives 0.1 sign(F_ROW), of norm 0.1 sqrt(3): scaled back onto the ball
     assert torch.allclose(a, 0.1 * torch.sign(F_ROW) / math.sqrt(3), rtol=1e-6)
-    inside, _ = baselines.train_linear_head(F, y, 1, 4, _gen(), lr=0.1, progress=False, max_norm=1)
+    inside, _ = baselines.train_linear_head(
+        F, y, steps=1, batch=4, generator=_gen(), lr=0.1, progress=False, max_norm=1
+    )
     assert torch.allclose(inside, 0.1 * torch.sign(F_ROW), rtol=1e-6)
 
 
@@ -77,7 +87,15 @@ def test_head_history_records_step_0_every_eval_every_and_the_last():
         return {"norm": a.norm(), "first": a[0]}
 
     a, hist = baselines.train_linear_head(
-        F, y, 5, 4, _gen(), lr=0.01, evaluate=evaluate, eval_every=2, progress=False
+        F,
+        y,
+        steps=5,
+        batch=4,
+        generator=_gen(),
+        lr=0.01,
+        evaluate=evaluate,
+        eval_every=2,
+        progress=False,
     )
     assert hist["step"] == [0, 2, 4, 5] and seen == [False] * 4
     assert hist["norm"][0] == 0.0 and all(isinstance(v, float) for v in hist["norm"])
@@ -85,18 +103,26 @@ def test_head_history_records_step_0_every_eval_every_and_the_last():
     for t, first in zip(hist["step"], hist["first"]):
         assert first == pytest.approx(0.01 * t, rel=1e-5, abs=1e-12)
     _, hist = baselines.train_linear_head(
-        F, y, 12, 4, _gen(), evaluate=lambda a: {"n": a.norm()}, progress=False
+        F,
+        y,
+        steps=12,
+        batch=4,
+        generator=_gen(),
+        evaluate=lambda a: {"n": a.norm()},
+        progress=False,
     )
     assert hist["step"] == [0, 10, 12]  # eval_every defaults to 10
 
 
 def test_head_progress_bar_is_named_and_can_be_silenced(capsys):
     F, y = F_ROW.repeat(2, 1), torch.ones(2, dtype=F64)
-    baselines.train_linear_head(F, y, 2, 2, _gen(), desc="my-head")
+    baselines.train_linear_head(F, y, steps=2, batch=2, generator=_gen(), desc="my-head")
     assert "my-head" in capsys.readouterr().err
-    baselines.train_linear_head(F, y, 2, 2, _gen())
+    baselines.train_linear_head(F, y, steps=2, batch=2, generator=_gen())
     assert re.search(r"(^|\r)head: ", capsys.readouterr().err)  # the default name, shown
-    baselines.train_linear_head(F, y, 2, 2, _gen(), desc="my-head", progress=False)
+    baselines.train_linear_head(
+        F, y, steps=2, batch=2, generator=_gen(), desc="my-head", progress=False
+    )
     assert capsys.readouterr().err == ""
 
 
@@ -137,14 +163,18 @@ def test_linearised_output_by_hand_with_sigma_prime_open_at_0_and_1():
 
 def test_ntk_first_step_is_an_adam_sign_step_on_each_parameter():
     X, y = torch.ones(3, 1, dtype=F64), torch.ones(3, dtype=F64)
-    model, hist = baselines.train_ntk(_p0(), X, y, 1, 2, _gen(), lr=0.1, progress=False)
+    model, hist = baselines.train_ntk(
+        _p0(), X, y=y, steps=1, batch=2, generator=_gen(), lr=0.1, progress=False
+    )
     # gradient of the hinge at output 0: -y a_i sigma'(z_i) x for dW, the same without x for db,
     # -y sigma(z_i) for da; a zero gradient leaves its coordinate at 0
     assert torch.allclose(model.dW, torch.tensor([[0.1], [0.0], [0.0], [0.0]], dtype=F64))
     assert torch.allclose(model.db, torch.tensor([0.1, 0.0, 0.0, 0.0], dtype=F64))
     assert torch.allclose(model.da, torch.tensor([0.1, 0.1, 0.0, 0.1], dtype=F64))
     assert hist == {"step": []}
-    model, _ = baselines.train_ntk(_p0(), X, y, 1, 2, _gen(), progress=False)  # lr 1e-2
+    model, _ = baselines.train_ntk(
+        _p0(), X, y=y, steps=1, batch=2, generator=_gen(), progress=False
+    )  # lr 1e-2
     assert torch.allclose(model.da, torch.tensor([0.01, 0.01, 0.0, 0.01], dtype=F64))
 
 
@@ -159,7 +189,15 @@ def test_ntk_minibatches_history_and_progress(capsys):
         return {"out": model(X)[0]}
 
     model, hist = baselines.train_ntk(
-        _p0(), X, y, 5, 7, g, evaluate=evaluate, eval_every=2, progress=False
+        _p0(),
+        X,
+        y=y,
+        steps=5,
+        batch=7,
+        generator=g,
+        evaluate=evaluate,
+        eval_every=2,
+        progress=False,
     )
     ref = _gen(5)
     for _ in range(5):
@@ -168,7 +206,9 @@ def test_ntk_minibatches_history_and_progress(capsys):
     assert hist["step"] == [0, 2, 4, 5] and hist["out"][0] == 0.0 and seen == [False] * 4
     assert isinstance(model, baselines.Linearised)
     assert capsys.readouterr().err == ""
-    _, hist = baselines.train_ntk(_p0(), X, y, 12, 3, _gen(), evaluate=lambda m: {"o": 0.0})
+    _, hist = baselines.train_ntk(
+        _p0(), X, y=y, steps=12, batch=3, generator=_gen(), evaluate=lambda m: {"o": 0.0}
+    )
     assert hist["step"] == [0, 10, 12]  # eval_every defaults to 10
     assert re.search(r"(^|\r)NTK: ", capsys.readouterr().err)  # named NTK, shown by default
 

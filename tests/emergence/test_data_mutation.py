@@ -111,7 +111,7 @@ def _check_closed_forms(dist):
 def test_mixture_closed_forms_against_enumeration(D, data_, p_o):
     k = data_.draw(st.integers(1, D))
     A = data_.draw(st.lists(st.integers(0, D - 1), min_size=k, max_size=k, unique=True))
-    dist = data.parity_mixture(D + 1, D, k, p_o, _gen(), A=A)
+    dist = data.parity_mixture(D + 1, D, k=k, p_o=p_o, generator=_gen(), A=A)
     _check_closed_forms(dist)
 
 
@@ -126,13 +126,15 @@ def test_interval_closed_forms_against_enumeration(D, data_, p_A, p_o):
     k = data_.draw(st.integers(1, D))
     lo = data_.draw(st.integers(0, k))
     hi = data_.draw(st.integers(lo, k + 1))
-    dist = data.interval(D, D, k, _gen(), p_A=p_A, p_o=p_o, lo=lo, hi=hi)
+    dist = data.interval(D, D, k=k, generator=_gen(), p_A=p_A, p_o=p_o, lo=lo, hi=hi)
     _check_closed_forms(dist)
 
 
 def test_interval_closed_forms_by_hand():
     # k = 3, p_A = 1/3, P = {1, 2}: s_law = (8, 12, 6, 1)/27, worked out by hand
-    dist = data.interval(6, 5, 3, _gen(), p_A=Fr(1, 3), p_o=Fr(1, 4), lo=1, hi=2, A=(0, 2, 4))
+    dist = data.interval(
+        6, 5, k=3, generator=_gen(), p_A=Fr(1, 3), p_o=Fr(1, 4), lo=1, hi=2, A=(0, 2, 4)
+    )
     assert dist.s_law == [Fr(8, 27), Fr(12, 27), Fr(6, 27), Fr(1, 27)]
     assert dist.p_relevant == Fr(1, 3) and dist.mu == 1
     assert dist.mean_y == Fr(1, 3) and dist.positive_rate == Fr(2, 3)
@@ -164,7 +166,7 @@ def test_binomial_law_exact():
 
 
 def test_labels_keep_the_dtype_and_batch_axes():
-    dist = data.parity_mixture(6, 5, 3, Fr(1, 2), _gen(), A=(1, 2, 4))
+    dist = data.parity_mixture(6, 5, k=3, p_o=Fr(1, 2), generator=_gen(), A=(1, 2, 4))
     phi = torch.tensor(
         [[0, 1, 0, 0, 0], [1, 1, 1, 0, 1], [0, 1, 1, 1, 1], [1, 0, 0, 1, 0]], dtype=F64
     )
@@ -176,7 +178,7 @@ def test_labels_keep_the_dtype_and_batch_axes():
 
 def test_normalise_and_inputs_by_hand_and_in_float32():
     M = torch.eye(3, dtype=F64)[:, [2, 0]]  # d = 3, D = 2: x = phi_0 e_2 + phi_1 e_0
-    dist = data.parity_mixture(3, 2, 1, Fr(1, 2), _gen(), A=(0,), M=M)
+    dist = data.parity_mixture(3, 2, k=1, p_o=Fr(1, 2), generator=_gen(), A=(0,), M=M)
     # p_A = 1/2, p_o = 1/2: sigma~^2 = 1/4 + 1/4, sigma~ = 1/sqrt(2)
     phi = torch.tensor([[1.0, 0.0]], dtype=F64)
     s = math.sqrt(2)
@@ -187,7 +189,7 @@ def test_normalise_and_inputs_by_hand_and_in_float32():
 
 
 def test_sample_dtypes_and_consistency():
-    dist = data.parity_mixture(8, 6, 3, Fr(1, 3), _gen())
+    dist = data.parity_mixture(8, 6, k=3, p_o=Fr(1, 3), generator=_gen())
     x, y, phi = dist.sample(50, _gen(4), dtype=torch.float32)
     assert x.dtype == torch.float32 and y.dtype == torch.float32 and phi.dtype == F64
     assert x.shape == (50, 8) and y.shape == (50,) and phi.shape == (50, 6)
@@ -199,9 +201,9 @@ def test_sample_dtypes_and_consistency():
 @pytest.mark.parametrize("kind", ["mixture", "interval"])
 def test_sampling_uses_only_the_generator(kind):
     if kind == "mixture":
-        dist = data.parity_mixture(5, 4, 2, Fr(1, 3), _gen())
+        dist = data.parity_mixture(5, 4, k=2, p_o=Fr(1, 3), generator=_gen())
     else:
-        dist = data.interval(5, 4, 2, _gen(), p_A=Fr(4, 5), p_o=Fr(1, 5), lo=1, hi=1)
+        dist = data.interval(5, 4, k=2, generator=_gen(), p_A=Fr(4, 5), p_o=Fr(1, 5), lo=1, hi=1)
     with torch.random.fork_rng():
         torch.manual_seed(1)
         a = dist.sample_phi_tilde(64, _gen(9))
@@ -219,9 +221,11 @@ def _pattern_freqs(phi):
 @pytest.mark.parametrize("kind", ["mixture", "interval"])
 def test_sampled_patterns_follow_the_exact_law(kind):
     if kind == "mixture":  # w = 1/3: q = 1/4; A = {0, 2}, background {1}
-        dist = data.parity_mixture(4, 3, 2, Fr(1, 3), _gen(), A=(0, 2))
+        dist = data.parity_mixture(4, 3, k=2, p_o=Fr(1, 3), generator=_gen(), A=(0, 2))
     else:
-        dist = data.interval(4, 3, 2, _gen(), p_A=Fr(4, 5), p_o=Fr(1, 5), lo=1, hi=1, A=(0, 2))
+        dist = data.interval(
+            4, 3, k=2, generator=_gen(), p_A=Fr(4, 5), p_o=Fr(1, 5), lo=1, hi=1, A=(0, 2)
+        )
     law = _law(dist)
     exact = torch.tensor([float(law[v]) for v in itertools.product((0, 1), repeat=3)], dtype=F64)
     if kind == "mixture":  # two entries by hand: (0,0,0): 1/24 + (2/3)(1/2)(3/4); (1,0,0): 1/24
@@ -235,7 +239,7 @@ def test_sampled_patterns_follow_the_exact_law(kind):
 
 
 def test_support_refuses_more_than_twenty_patterns_only(monkeypatch):
-    dist = data.parity_mixture(21, 21, 3, Fr(1, 2), _gen())
+    dist = data.parity_mixture(21, 21, k=3, p_o=Fr(1, 2), generator=_gen())
     with pytest.raises(ValueError, match="'D' = 21 is too large"):
         dist.support()
 
@@ -246,7 +250,7 @@ def test_support_refuses_more_than_twenty_patterns_only(monkeypatch):
         raise Reached
 
     monkeypatch.setattr(data, "itertools", types.SimpleNamespace(product=product))
-    at_limit = data.parity_mixture(20, 20, 3, Fr(1, 2), _gen())
+    at_limit = data.parity_mixture(20, 20, k=3, p_o=Fr(1, 2), generator=_gen())
     with pytest.raises(Reached):  # D = 20 passes the check and goes on to enumerate
         at_limit.support()
 
@@ -274,8 +278,8 @@ def test_random_subset_is_sorted_distinct_and_seeded():
 def test_size_checks_at_their_edges(make):
     def build(d, D, k):
         if make == "mixture":
-            return data.parity_mixture(d, D, k, Fr(1, 2), _gen())
-        return data.interval(d, D, k, _gen())
+            return data.parity_mixture(d, D, k=k, p_o=Fr(1, 2), generator=_gen())
+        return data.interval(d, D, k=k, generator=_gen())
 
     assert build(4, 4, 4).k == 4 and build(4, 4, 1).k == 1  # k = D and k = 1, D = d allowed
     with pytest.raises(ValueError, match="'k' = 0 is not allowed: expected 1 <= k <= D = 4"):
@@ -291,42 +295,46 @@ def test_size_checks_at_their_edges(make):
 
 def test_parity_mixture_fields_and_p_o_range():
     M = torch.eye(5, dtype=F64)
-    dist = data.parity_mixture(5, 5, 3, 0.25, _gen(), A=[4, 0, 2], M=M)
+    dist = data.parity_mixture(5, 5, k=3, p_o=0.25, generator=_gen(), A=[4, 0, 2], M=M)
     assert dist.kind == "parity-mixture" and (dist.d, dist.D, dist.k) == (5, 5, 3)
     assert dist.A == (4, 0, 2) and dist.M is M
     assert dist.P == frozenset({1, 3}) and dist.p_o == Fr(1, 4) == dist.mixture_weight
     # p_o Bin(3, 1/2) + (1 - p_o)/2 at s = 0 and s = 3
     assert dist.s_law == [Fr(1, 32) + Fr(3, 8), Fr(3, 32), Fr(3, 32), Fr(1, 32) + Fr(3, 8)]
-    assert data.parity_mixture(5, 5, 4, Fr(1, 2), _gen()).P == frozenset({1, 3})
-    assert data.parity_mixture(5, 5, 3, Fr(1, 2), _gen()).p_o == Fr(1, 2)  # the edge is allowed
+    assert data.parity_mixture(5, 5, k=4, p_o=Fr(1, 2), generator=_gen()).P == frozenset({1, 3})
+    assert data.parity_mixture(5, 5, k=3, p_o=Fr(1, 2), generator=_gen()).p_o == Fr(
+        1, 2
+    )  # the edge is allowed
     for bad in (0, 0.500002, -0.25):
         with pytest.raises(ValueError, match="'p_o' = .* expected 0 < p_o <= 1/2"):
-            data.parity_mixture(5, 5, 3, bad, _gen())
-    drawn = data.parity_mixture(7, 5, 3, Fr(1, 2), _gen(6))
+            data.parity_mixture(5, 5, k=3, p_o=bad, generator=_gen())
+    drawn = data.parity_mixture(7, 5, k=3, p_o=Fr(1, 2), generator=_gen(6))
     g = _gen(6)
     assert torch.equal(drawn.M, data.random_dictionary(7, 5, g))  # M first, then A
     assert drawn.A == data.random_subset(5, 3, g)
 
 
 def test_interval_fields_defaults_and_label_set():
-    dist = data.interval(40, 36, 30, _gen())
+    dist = data.interval(40, 36, k=30, generator=_gen())
     assert dist.kind == "interval" and dist.notes == {"p_A": Fr(2, 3)}
     assert dist.p_o == Fr(1, 2) and dist.P == frozenset(range(20, 31))
     assert dist.s_law == data.binomial_law(30, Fr(2, 3)) and dist.mixture_weight is None
     M = torch.eye(4, dtype=F64)
-    small = data.interval(4, 4, 3, _gen(), p_A=0.2, p_o=0.75, lo=0, hi=9, A=[3, 1, 0], M=M)
+    small = data.interval(
+        4, 4, k=3, generator=_gen(), p_A=0.2, p_o=0.75, lo=0, hi=9, A=[3, 1, 0], M=M
+    )
     assert small.P == frozenset({1, 2, 3})  # s = 0 is never in P; hi is clipped at k
     assert small.notes["p_A"] == Fr(1, 5) and small.p_o == Fr(3, 4)
     assert small.A == (3, 1, 0) and small.M is M and (small.d, small.D, small.k) == (4, 4, 3)
-    assert data.interval(4, 4, 3, _gen(), lo=2, hi=2).P == frozenset({2})
+    assert data.interval(4, 4, k=3, generator=_gen(), lo=2, hi=2).P == frozenset({2})
     g = _gen(6)
-    drawn = data.interval(7, 5, 3, _gen(6))
+    drawn = data.interval(7, 5, k=3, generator=_gen(6))
     assert torch.equal(drawn.M, data.random_dictionary(7, 5, g))  # M first, then A
     assert drawn.A == data.random_subset(5, 3, g)
 
 
 def test_without_structure_keeps_A_P_M_and_makes_every_pattern_fair():
-    dist = data.interval(6, 5, 3, _gen(), p_A=Fr(4, 5), p_o=Fr(1, 5), lo=1, hi=2)
+    dist = data.interval(6, 5, k=3, generator=_gen(), p_A=Fr(4, 5), p_o=Fr(1, 5), lo=1, hi=2)
     free = data.without_structure(dist)
     assert free.kind == "uniform" and (free.d, free.D, free.k) == (6, 5, 3)
     assert free.A == dist.A and free.P == dist.P and free.M is dist.M
@@ -360,13 +368,15 @@ def _phi_by_hand(dist, n, g):
 @pytest.mark.parametrize("kind", ["mixture", "interval"])
 def test_samplers_draw_float64_uniforms_in_the_documented_order(kind):
     if kind == "mixture":
-        dist = data.parity_mixture(6, 5, 2, Fr(1, 3), _gen(), A=(1, 3))
+        dist = data.parity_mixture(6, 5, k=2, p_o=Fr(1, 3), generator=_gen(), A=(1, 3))
     else:
-        dist = data.interval(6, 5, 2, _gen(), p_A=Fr(4, 5), p_o=Fr(1, 5), lo=1, hi=1, A=(1, 3))
+        dist = data.interval(
+            6, 5, k=2, generator=_gen(), p_A=Fr(4, 5), p_o=Fr(1, 5), lo=1, hi=1, A=(1, 3)
+        )
     got = dist.sample_phi_tilde(300, _gen(8))
     assert torch.equal(got, _phi_by_hand(dist, 300, _gen(8)))
 
 
 def test_interval_default_upper_end_is_30():
-    dist = data.interval(34, 34, 32, _gen())  # k = 32 > 30: hi = 30 cuts P
+    dist = data.interval(34, 34, k=32, generator=_gen())  # k = 32 > 30: hi = 30 cuts P
     assert dist.P == frozenset(range(20, 31))

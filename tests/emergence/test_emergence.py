@@ -22,7 +22,7 @@ def _gen(seed=0):
 # data
 # ---------------------------------------------------------------------------------------------
 def test_mixture_closed_forms():
-    dist = data.parity_mixture(40, 20, 5, Fraction(1, 2), _gen())
+    dist = data.parity_mixture(40, 20, k=5, p_o=Fraction(1, 2), generator=_gen())
     assert dist.gamma == Fraction(1, 4)  # (1 - p_o)/2
     assert dist.sigma2 == Fraction(5, 4) + 15 * Fraction(1, 4)  # k/4 + (D-k) p_o (1-p_o)
     assert dist.mean_y == 0 and dist.positive_rate == Fraction(1, 2)
@@ -32,13 +32,13 @@ def test_mixture_closed_forms():
 
 def test_mixture_gamma_general_p_o():
     for p in (Fraction(1, 5), Fraction(1, 3)):
-        dist = data.parity_mixture(30, 20, 5, p, _gen())
+        dist = data.parity_mixture(30, 20, k=5, p_o=p, generator=_gen())
         assert dist.gamma == (1 - p) / 2
         assert dist.p_relevant == Fraction(1, 2)
 
 
 def test_sampling_matches_population_moments():
-    dist = data.parity_mixture(30, 12, 3, Fraction(1, 2), _gen(1))
+    dist = data.parity_mixture(30, 12, k=3, p_o=Fraction(1, 2), generator=_gen(1))
     x, y, phi = dist.sample(200_000, _gen(2))
     assert abs(float(y.mean())) < 0.01
     assert abs(float((x**2).sum(1).mean()) - 1.0) < 0.01  # sigma~ normalisation: E||x||^2 = 1
@@ -48,7 +48,7 @@ def test_sampling_matches_population_moments():
 
 
 def test_support_sums_to_one_and_marginals():
-    dist = data.parity_mixture(12, 8, 3, Fraction(1, 3), _gen())
+    dist = data.parity_mixture(12, 8, k=3, p_o=Fraction(1, 3), generator=_gen())
     grid, prob = dist.support()
     assert abs(float(prob.sum()) - 1) < 1e-14
     marg = prob @ grid
@@ -56,7 +56,7 @@ def test_support_sums_to_one_and_marginals():
 
 
 def test_interval_and_without_structure():
-    dist = data.interval(40, 36, 30, _gen())
+    dist = data.interval(40, 36, k=30, generator=_gen())
     assert abs(float(dist.positive_rate) - 0.5836) < 0.01  # Pr[Bin(30, 2/3) >= 20]
     free = data.without_structure(dist)
     assert free.gamma == 0 or free.kind == "uniform"
@@ -65,9 +65,9 @@ def test_interval_and_without_structure():
 
 def test_bad_sizes_are_named():
     with pytest.raises(ValueError, match="'D'"):
-        data.parity_mixture(10, 20, 3, 0.5, _gen())
+        data.parity_mixture(10, 20, k=3, p_o=0.5, generator=_gen())
     with pytest.raises(ValueError, match="'p_o'"):
-        data.parity_mixture(30, 20, 3, 0.7, _gen())
+        data.parity_mixture(30, 20, k=3, p_o=0.7, generator=_gen())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -87,7 +87,7 @@ def test_lemma_2_5_would_fail_with_relu_mismatch():
 
 
 def test_target_params_fit_samples():
-    dist = data.parity_mixture(30, 16, 5, Fraction(1, 2), _gen())
+    dist = data.parity_mixture(30, 16, k=5, p_o=Fraction(1, 2), generator=_gen())
     x, y, _ = dist.sample(3000, _gen(3))
     out = network.forward(theory.target_params(dist), x)
     assert float((out - y).abs().max()) < 1e-12
@@ -97,7 +97,7 @@ def test_target_params_fit_samples():
 # network and training steps
 # ---------------------------------------------------------------------------------------------
 def test_symmetric_init_output_is_zero():
-    p = network.symmetric_init(8, 10, 3, 2.0, 0.25, _gen())
+    p = network.symmetric_init(8, 10, k=3, sigma_tilde=2.0, gamma=0.25, generator=_gen())
     x = torch.randn(50, 10, dtype=torch.float64)
     assert float(network.forward(p, x).abs().max()) < 1e-12
 
@@ -115,7 +115,7 @@ def test_smoothed_relu_closed_form():
 
 def test_gradients_match_autograd():
     gen = _gen(7)
-    p = network.symmetric_init(6, 9, 3, 1.5, 0.25, gen)
+    p = network.symmetric_init(6, 9, k=3, sigma_tilde=1.5, gamma=0.25, generator=gen)
     p.a = p.a + 0.3 * torch.randn(12, generator=gen, dtype=torch.float64)  # g != 0
     X = torch.randn(40, 9, generator=gen, dtype=torch.float64)
     y = torch.sign(torch.randn(40, generator=gen, dtype=torch.float64))
@@ -130,10 +130,12 @@ def test_gradients_match_autograd():
 
 
 def test_forgetful_first_step_erases_init():
-    dist = data.parity_mixture(30, 16, 5, Fraction(1, 2), _gen())
+    dist = data.parity_mixture(30, 16, k=5, p_o=Fraction(1, 2), generator=_gen())
     x, y, _ = dist.sample(2000, _gen(1))
     k, m = 5, 10
-    p0 = network.symmetric_init(m, 30, k, dist.sigma, float(dist.gamma), _gen(2))
+    p0 = network.symmetric_init(
+        m, 30, k=k, sigma_tilde=dist.sigma, gamma=float(dist.gamma), generator=_gen(2)
+    )
     for name in network.SCHEDULES:
         sched = network.schedule(name, k, m, dist.sigma, float(dist.gamma), 100)
         p1, _ = network.first_two_steps(p0, x, y, sched)
@@ -180,7 +182,7 @@ def test_majority_reaches_the_ceiling_only_for_k_1_mod_4():
 
 
 def test_lemma_a8_identities():
-    dist = data.parity_mixture(12, 9, 3, Fraction(1, 2), _gen())
+    dist = data.parity_mixture(12, 9, k=3, p_o=Fraction(1, 2), generator=_gen())
     r = theory.lemma_a8(dist)
     assert abs(r["E_y"]) < 1e-14 and abs(r["E_abs_y"] - 1) < 1e-14
     assert max(abs(v - r["two_sigma_phi2_sigma"]) for v in r["E_abs_phi_bg"]) < 1e-14
@@ -188,7 +190,7 @@ def test_lemma_a8_identities():
 
 
 def test_gradient_terms_symmetric_weights():
-    dist = data.parity_mixture(12, 9, 3, Fraction(1, 2), _gen())
+    dist = data.parity_mixture(12, 9, k=3, p_o=Fraction(1, 2), generator=_gen())
     w = (
         dist.signal_direction * 0.01
         + dist.M[:, [j for j in range(9) if j not in dist.A]].sum(1) * 0.2
@@ -227,7 +229,7 @@ def test_sq_numbers_and_uncorrelated_parities():
 # ---------------------------------------------------------------------------------------------
 def test_linearised_network_is_first_order():
     gen = _gen(3)
-    p0 = network.symmetric_init(5, 7, 3, 1.5, 0.25, gen)
+    p0 = network.symmetric_init(5, 7, k=3, sigma_tilde=1.5, gamma=0.25, generator=gen)
     lin = baselines.Linearised(p0)
     X = torch.randn(30, 7, generator=gen, dtype=torch.float64)
     eps = 1e-6
@@ -271,7 +273,7 @@ def test_class_weights_balance_classes():
 def test_sample_with_ratio_exact_counts():
     from companions.emergence import experiments
 
-    dist = data.parity_mixture(20, 10, 3, Fraction(1, 2), _gen())
+    dist = data.parity_mixture(20, 10, k=3, p_o=Fraction(1, 2), generator=_gen())
     x, y = experiments.sample_with_ratio(dist, 1000, 0.8, _gen(1))
     assert x.shape == (1000, 20) and int((y == -1).sum()) == 800
 
@@ -279,10 +281,20 @@ def test_sample_with_ratio_exact_counts():
 def test_run_methods_smoke():
     from companions.emergence import experiments
 
-    dist = data.parity_mixture(24, 12, 3, Fraction(1, 2), _gen())
+    dist = data.parity_mixture(24, 12, k=3, p_o=Fraction(1, 2), generator=_gen())
     x, y, _ = dist.sample(600, _gen(1))
     xt, yt, _ = dist.sample(200, _gen(2))
-    out = experiments.run_methods(dist, x, y, {"test": (xt, yt)}, 8, 5, 100, 0, progress=False)
+    out = experiments.run_methods(
+        dist,
+        x,
+        y=y,
+        evals={"test": (xt, yt)},
+        m=8,
+        steps=5,
+        batch=100,
+        generator_seed=0,
+        progress=False,
+    )
     for key in experiments.METHODS:
         assert 0 <= out[key]["test"] <= 1
     assert out["network"]["curve"]["step"][-1] == 5
@@ -291,7 +303,7 @@ def test_run_methods_smoke():
 def test_signal_noise_and_epsilon():
     from companions.emergence import analysis
 
-    dist = data.parity_mixture(20, 10, 3, Fraction(1, 2), _gen())
+    dist = data.parity_mixture(20, 10, k=3, p_o=Fraction(1, 2), generator=_gen())
     W = torch.stack(
         [dist.signal_direction, dist.M[:, [j for j in range(10) if j not in dist.A][0]]]
     )
@@ -303,7 +315,7 @@ def test_signal_noise_and_epsilon():
 def test_sample_gradient_terms_match_population_on_support():
     from companions.emergence import analysis
 
-    dist = data.parity_mixture(12, 8, 3, Fraction(1, 2), _gen())
+    dist = data.parity_mixture(12, 8, k=3, p_o=Fraction(1, 2), generator=_gen())
     grid, prob = dist.support()
     # sample = the support repeated in proportion to its probabilities (exact when all are multiples
     # of 1/N)
@@ -311,7 +323,9 @@ def test_sample_gradient_terms_match_population_on_support():
     assert int(counts.sum()) == 2**14
     X = dist.inputs(grid).repeat_interleave(counts, dim=0)
     y = dist.labels(grid).repeat_interleave(counts)
-    p0 = network.symmetric_init(2, 12, 3, dist.sigma, float(dist.gamma), _gen(3))
+    p0 = network.symmetric_init(
+        2, 12, k=3, sigma_tilde=dist.sigma, gamma=float(dist.gamma), generator=_gen(3)
+    )
     terms = analysis.sample_gradient_terms(p0, X, y, dist, 0.2)
     exact = theory.gradient_terms(dist, p0.W[0], float(p0.b[0]), 0.2)
     assert torch.allclose(terms["T_A"][0], exact["T"][list(dist.A)], atol=1e-12)
@@ -389,7 +403,7 @@ def test_all_of_combines_verdicts():
 
 def test_lemma_a29_network_margin_on_good_points():
     gen = torch.Generator().manual_seed(0)
-    dist = data.parity_mixture(40, 20, 3, Fraction(1, 2), gen)
+    dist = data.parity_mixture(40, 20, k=3, p_o=Fraction(1, 2), generator=gen)
     r = theory.lemma_a29_noisy(dist, 0.05, 4000, gen)
     assert float(r["margin"][r["good"]].min()) >= 1 - 1e-9
     assert float(r["below"].mean()) <= r["bound"]

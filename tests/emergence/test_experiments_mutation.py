@@ -32,7 +32,7 @@ def test_acc_counts_exact_sign_matches():
 
 
 def _dist():
-    return data.parity_mixture(10, 6, 3, Fraction(1, 3), _gen())
+    return data.parity_mixture(10, 6, k=3, p_o=Fraction(1, 3), generator=_gen())
 
 
 def _valid(dist, x, y):
@@ -85,7 +85,9 @@ def test_sample_with_ratio_shuffles_the_classes():
 
 def test_sample_with_ratio_needs_several_rounds_for_a_rare_class():
     # Pr[y = +1] is small when the labels are +1 only for S = 3 of an interval law
-    dist = data.interval(6, 6, 3, _gen(), p_A=Fraction(1, 10), p_o=Fraction(1, 2), lo=3, hi=3)
+    dist = data.interval(
+        6, 6, k=3, generator=_gen(), p_A=Fraction(1, 10), p_o=Fraction(1, 2), lo=3, hi=3
+    )
     assert dist.positive_rate == Fraction(1, 1000)
     x, y = experiments.sample_with_ratio(dist, 4, 0.5, _gen(6))
     assert int((y == 1).sum()) == 2 and int((y == -1).sum()) == 2
@@ -102,7 +104,7 @@ D_, N_, STEPS, M_, BATCH, SEED = (12, 8, 3), 160, 4, 3, 50, 5
 
 def _setup():
     d, D, k = D_
-    dist = data.parity_mixture(d, D, k, Fraction(1, 2), _gen())
+    dist = data.parity_mixture(d, D, k=k, p_o=Fraction(1, 2), generator=_gen())
     x, y, _ = dist.sample(N_, _gen(1))
     xt, yt, _ = dist.sample(60, _gen(2))
     xo, yo, _ = data.without_structure(dist).sample(50, _gen(3))
@@ -114,14 +116,26 @@ def _runs():
     # while a test runs, and a fixture's calls are not counted
     dist, x, y, evals = _setup()
     out = experiments.run_methods(
-        dist, x, y, evals, M_, STEPS, BATCH, SEED, eval_every=2, progress=False, probe_steps=2
+        dist,
+        x,
+        y=y,
+        evals=evals,
+        m=M_,
+        steps=STEPS,
+        batch=BATCH,
+        generator_seed=SEED,
+        eval_every=2,
+        progress=False,
+        probe_steps=2,
     )
     return dist, x, y, evals, out
 
 
 def _init(dist, x, y, gamma=None, schedule="A.214", weights=None):
     gamma = float(dist.gamma) if gamma is None else gamma
-    p0 = net.symmetric_init(M_, dist.d, dist.k, dist.sigma, gamma, _gen(SEED))
+    p0 = net.symmetric_init(
+        M_, dist.d, k=dist.k, sigma_tilde=dist.sigma, gamma=gamma, generator=_gen(SEED)
+    )
     sched = net.schedule(schedule, dist.k, M_, dist.sigma, gamma, STEPS)
     p1, p2 = net.first_two_steps(p0, x, y, sched, weights=weights)
     return p0, p1, p2, sched
@@ -151,10 +165,10 @@ def test_run_methods_network_and_network_theory():
         p, hist = net.train_late(
             p2,
             x,
-            y,
-            STEPS,
-            BATCH,
-            _gen(SEED + 1 + i),
+            y=y,
+            steps=STEPS,
+            batch=BATCH,
+            generator=_gen(SEED + 1 + i),
             optimizer="theory" if theory else "adam",
             lr=sched["late"]["eta"] if theory else 1e-2,
             eval_every=2,
@@ -178,9 +192,9 @@ def test_run_methods_random_features_and_ntk():
     a, hist = baselines.train_linear_head(
         F,
         y,
-        STEPS,
-        BATCH,
-        _gen(SEED + 1 + 2),
+        steps=STEPS,
+        batch=BATCH,
+        generator=_gen(SEED + 1 + 2),
         eval_every=2,
         evaluate=lambda a: {"test": _acc(Ft @ a, yt)},
         progress=False,
@@ -194,10 +208,10 @@ def test_run_methods_random_features_and_ntk():
     model, hist = baselines.train_ntk(
         p0,
         x,
-        y,
-        STEPS,
-        BATCH,
-        _gen(SEED + 1 + 3),
+        y=y,
+        steps=STEPS,
+        batch=BATCH,
+        generator=_gen(SEED + 1 + 3),
         eval_every=2,
         evaluate=lambda mod: {"test": _acc(mod(xt), yt)},
         progress=False,
@@ -220,7 +234,9 @@ def test_run_methods_one_step_and_two_step_probes():
         res = out[method]
         assert res["train"] == r["train"] and res["test"] == r["test"]
         assert res["other"] == baselines.standardised_probe(F, y, net.features(p, xo), yo)["test"]
-        raw = analysis.probes(p, x, y, xt, yt, 2, BATCH, _gen(SEED + 1 + 4 + i))["raw"]
+        raw = analysis.probes(
+            p, x, y=y, Xt=xt, yt=yt, steps=2, batch=BATCH, generator=_gen(SEED + 1 + 4 + i)
+        )["raw"]
         assert (res["raw_train"], res["raw_test"]) == (raw["train"], raw["test"])
         assert res["kept"] == int((F.std(0) > 1e-300).sum())
         assert res["cos"] == float(net.cosines(p.W, dist.signal_direction).max())
@@ -233,12 +249,12 @@ def test_run_methods_options():
     out = experiments.run_methods(
         dist,
         x,
-        y,
-        evals,
-        M_,
-        STEPS,
-        BATCH,
-        SEED,
+        y=y,
+        evals=evals,
+        m=M_,
+        steps=STEPS,
+        batch=BATCH,
+        generator_seed=SEED,
         schedule="A.274",
         methods=("one-step",),
         gamma=0.4,
@@ -251,28 +267,67 @@ def test_run_methods_options():
     assert set(out) == {"schedule", "p0", "p1", "p2", "one-step"}
     # lr reaches the Adam trainings (network, RF, NTK)
     out = experiments.run_methods(
-        dist, x, y, evals, M_, 1, BATCH, SEED, methods=("rf",), lr=0.3, progress=False
+        dist,
+        x,
+        y=y,
+        evals=evals,
+        m=M_,
+        steps=1,
+        batch=BATCH,
+        generator_seed=SEED,
+        methods=("rf",),
+        lr=0.3,
+        progress=False,
     )
     p0, *_ = _init(dist, x, y)
     F = net.features(p0, x)
-    a, _ = baselines.train_linear_head(F, y, 1, BATCH, _gen(SEED + 3), lr=0.3, progress=False)
+    a, _ = baselines.train_linear_head(
+        F, y, steps=1, batch=BATCH, generator=_gen(SEED + 3), lr=0.3, progress=False
+    )
     assert out["rf"]["head_norm"] == float(a.norm())
     assert out["rf"]["curve"]["step"] == [0, 1]  # eval_every defaults to 10: step 0 and the end
     with pytest.raises(ValueError, match="'methods' has 'svm': expected items of"):
-        experiments.run_methods(dist, x, y, evals, M_, 1, BATCH, SEED, methods=("svm",))
+        experiments.run_methods(
+            dist,
+            x,
+            y=y,
+            evals=evals,
+            m=M_,
+            steps=1,
+            batch=BATCH,
+            generator_seed=SEED,
+            methods=("svm",),
+        )
 
 
 def test_run_methods_progress_bars(capsys):
     dist, x, y, evals = _setup()
     experiments.run_methods(
-        dist, x, y, {"test": evals["test"]}, M_, 1, BATCH, SEED, methods=("network", "rf", "ntk")
+        dist,
+        x,
+        y=y,
+        evals={"test": evals["test"]},
+        m=M_,
+        steps=1,
+        batch=BATCH,
+        generator_seed=SEED,
+        methods=("network", "rf", "ntk"),
     )
     err = capsys.readouterr().err
     for name in ("network", "RF", "NTK"):  # each bar named, shown by default
         assert re.search(rf"(^|\r){name}: ", err), name
     methods = ("network", "network-theory", "rf", "ntk")
     experiments.run_methods(
-        dist, x, y, {"test": evals["test"]}, M_, 1, BATCH, SEED, methods=methods, progress=False
+        dist,
+        x,
+        y=y,
+        evals={"test": evals["test"]},
+        m=M_,
+        steps=1,
+        batch=BATCH,
+        generator_seed=SEED,
+        methods=methods,
+        progress=False,
     )
     assert capsys.readouterr().err == ""
 
@@ -284,9 +339,11 @@ class Recorder:
     def __init__(self):
         self.calls = []
 
-    def __call__(self, dist, x, y, evals, m, steps, batch, seed, **kw):
-        self.calls.append(dict(dist=dist, x=x, y=y, evals=evals, m=m, steps=steps, batch=batch,
-                               seed=seed, **kw))  # fmt: skip
+    def __call__(self, dist, x, *, y, evals, m, steps, batch, generator_seed, **kw):
+        seed = generator_seed
+        self.calls.append(
+            dict(dist=dist, x=x, y=y, evals=evals, m=m, steps=steps, batch=batch, seed=seed, **kw)
+        )
         n = len(self.calls)
         W = torch.eye(dist.D, dtype=F64) @ dist.M.T
         out = {"p0": net.Params(W, W[:, 0], W[:, 0]), "p1": net.Params(-W, W[:, 0], W[:, 0])}
@@ -307,9 +364,19 @@ def test_table_run_calls(monkeypatch):
     dist = _dist()
     free = data.without_structure(dist)
     out = experiments.table_run(
-        dist, free, 40, 20, 3, 45, 10, 2, negative_fraction=0.75, probe_steps=3,
-        class_weighted=True, train_dtype=torch.float32,
-    )  # fmt: skip
+        dist,
+        free,
+        n=40,
+        n_test=20,
+        m=3,
+        steps=45,
+        batch=10,
+        seed=2,
+        negative_fraction=0.75,
+        probe_steps=3,
+        class_weighted=True,
+        train_dtype=torch.float32,
+    )
     g = _gen(2)
     x, y = experiments.sample_with_ratio(dist, 40, 0.75, g)
     xt, yt = experiments.sample_with_ratio(dist, 20, 0.75, g)
@@ -334,7 +401,7 @@ def test_table_run_calls(monkeypatch):
     assert out["one-step-raw"] == (0.7, 0.6, 0.1 * 3) and out["two-step-raw"] == (0.7, 0.6, 0.4)
     assert out["majority"] == pytest.approx(0.75)  # the test set has 15 of 20 in class -1
     # without probes: no raw entries; eval_every = max(steps // 20, 1)
-    out = experiments.table_run(dist, free, 40, 20, 3, 5, 10, 2)
+    out = experiments.table_run(dist, free, n=40, n_test=20, m=3, steps=5, batch=10, seed=2)
     assert "one-step-raw" not in out and rec.calls[-1]["eval_every"] == 1
     assert rec.calls[-2]["probe_steps"] is None and rec.calls[-1]["class_weighted"] is False
     assert rec.calls[-1]["train_dtype"] is None and rec.calls[-2]["train_dtype"] is None
@@ -345,10 +412,21 @@ def test_fixed_feature_comparison_calls(monkeypatch):
     rec = Recorder()
     monkeypatch.setattr(experiments, "run_methods", rec)
     out = experiments.fixed_feature_comparison(
-        10, 6, 3, 2, 30, 20, 7, 5, 12, seed=1, eval_every=3, train_dtype=torch.float32
+        10,
+        6,
+        k=3,
+        m=2,
+        n=30,
+        n_test=20,
+        steps=7,
+        batch=5,
+        kernel_n=12,
+        seed=1,
+        eval_every=3,
+        train_dtype=torch.float32,
     )
     g = _gen(1010)
-    dist = data.parity_mixture(10, 6, 3, Fraction(1, 2), g)
+    dist = data.parity_mixture(10, 6, k=3, p_o=Fraction(1, 2), generator=g)
     x, y, _ = dist.sample(30, g)
     xt, yt, _ = dist.sample(20, g)
     xu, yu, _ = data.without_structure(dist).sample(20, g)
@@ -378,7 +456,9 @@ def test_fixed_feature_comparison_calls(monkeypatch):
         assert got["bound_mixture"] == pytest.approx(0.5 * (1 - got["eps"]))
         hinge = (1 - yt * kr["test outputs"]).clamp(min=0)
         assert torch.allclose(got["hinge"], hinge) and got["hinge"].shape == (20,)
-    experiments.fixed_feature_comparison(10, 6, 3, 2, 30, 20, 7, 5, 12, seed=1)
+    experiments.fixed_feature_comparison(
+        10, 6, k=3, m=2, n=30, n_test=20, steps=7, batch=5, kernel_n=12, seed=1
+    )
     assert rec.calls[-1]["eval_every"] == 10 and rec.calls[-1]["train_dtype"] is None
 
 
@@ -386,10 +466,20 @@ def test_structure_pair_calls(monkeypatch):
     rec = Recorder()
     monkeypatch.setattr(experiments, "run_methods", rec)
     out = experiments.structure_pair(
-        10, 6, 3, 2, 30, 20, 7, 5, seed=2, eval_every=3, train_dtype=torch.float32
+        10,
+        6,
+        k=3,
+        m=2,
+        n=30,
+        n_test=20,
+        steps=7,
+        batch=5,
+        seed=2,
+        eval_every=3,
+        train_dtype=torch.float32,
     )
     g = _gen(2010)
-    dist = data.parity_mixture(10, 6, 3, Fraction(1, 2), g)
+    dist = data.parity_mixture(10, 6, k=3, p_o=Fraction(1, 2), generator=g)
     free = data.without_structure(dist)
     x, y, _ = free.sample(30, g)
     xt, yt, _ = free.sample(20, g)
@@ -412,7 +502,7 @@ def test_structure_pair_calls(monkeypatch):
     assert out["cos1_ref"] == out["cos1_free"]
     assert out["cos_init"] == float(net.cosines(W, v).max())
     assert out["free"]["rf"]["test"] == 0.26 and out["ref"]["network"]["test"] == 0.27
-    experiments.structure_pair(10, 6, 3, 2, 30, 20, 7, 5, seed=2)
+    experiments.structure_pair(10, 6, k=3, m=2, n=30, n_test=20, steps=7, batch=5, seed=2)
     assert rec.calls[-1]["eval_every"] == 10 and rec.calls[-2]["train_dtype"] is None
 
 
@@ -426,15 +516,19 @@ def test_repeated_table_runs_stacks_the_seeds_and_gets_what_they_get_one_by_one(
     monkeypatch.setattr(experiments, "STACK_BYTES", stack_bytes)
 
     def make(g):
-        return data.parity_mixture(8, 6, 3, Fraction(1, 2), g)
+        return data.parity_mixture(8, 6, k=3, p_o=Fraction(1, 2), generator=g)
 
     kw = dict(negative_fraction=0.6, probe_steps=3, class_weighted=True, train_dtype=F64)
-    out = experiments.repeated_table_runs(make, 30, 20, 2, 7, 5, seeds=3, seed=4, **kw)
+    out = experiments.repeated_table_runs(
+        make, 30, n_test=20, m=2, steps=7, batch=5, seeds=3, seed=4, **kw
+    )
     assert len(out) == 3
     for s, got in enumerate(out):
         dist = make(_gen(4 + 1000 * s + 17))
         free = data.without_structure(dist)
-        want = experiments.table_run(dist, free, 30, 20, 2, 7, 5, 4 + 100 * s, **kw)
+        want = experiments.table_run(
+            dist, free, n=30, n_test=20, m=2, steps=7, batch=5, seed=4 + 100 * s, **kw
+        )
         assert set(got) == set(want)
         for key, value in want.items():
             assert got[key] == pytest.approx(value, rel=1e-9, abs=1e-12, nan_ok=True), key
@@ -447,14 +541,18 @@ def test_a_dry_run_of_repeated_table_runs_trains_the_first_stack_only(monkeypatc
     so one seed's result comes back, that of seed 0."""
 
     def make(g):
-        return data.parity_mixture(8, 6, 3, Fraction(1, 2), g)
+        return data.parity_mixture(8, 6, k=3, p_o=Fraction(1, 2), generator=g)
 
     monkeypatch.setattr(experiments, "STACK_BYTES", 1)
     monkeypatch.setenv(train.DRY_RUN_ENV, "1")
     kw = dict(probe_steps=3, train_dtype=F64)
-    (got,) = experiments.repeated_table_runs(make, 30, 20, 2, 7, 5, seeds=3, seed=4, **kw)
+    (got,) = experiments.repeated_table_runs(
+        make, 30, n_test=20, m=2, steps=7, batch=5, seeds=3, seed=4, **kw
+    )
     dist = make(_gen(4 + 17))
-    want = experiments.table_run(dist, data.without_structure(dist), 30, 20, 2, 7, 5, 4, **kw)
+    want = experiments.table_run(
+        dist, data.without_structure(dist), n=30, n_test=20, m=2, steps=7, batch=5, seed=4, **kw
+    )
     for key, value in want.items():
         assert got[key] == pytest.approx(value, rel=1e-9, abs=1e-12, nan_ok=True), key
 
@@ -472,17 +570,27 @@ def test_mean_over_seeds_averages_every_entry():
 def test_run_methods_stacked_equals_one_by_one():
     """Two runs stacked along a leading axis: every method's accuracies, cosines, curves and
     trained parameters are those of the two runs made one by one (float64)."""
-    dists = [data.parity_mixture(10, 6, 3, Fraction(1, 2), _gen(s)) for s in (1, 2)]
+    dists = [data.parity_mixture(10, 6, k=3, p_o=Fraction(1, 2), generator=_gen(s)) for s in (1, 2)]
     samples = [[t for t in d.sample(40, _gen(10 + i))[:2]] for i, d in enumerate(dists)]
     tests = [[t for t in d.sample(20, _gen(20 + i))[:2]] for i, d in enumerate(dists)]
     x, y = (torch.stack(t) for t in zip(*samples))
     xt, yt = (torch.stack(t) for t in zip(*tests))
     methods = ("network", "network-theory", "rf", "ntk", "one-step", "two-step")
     kw = dict(methods=methods, eval_every=3, progress=False, probe_steps=4)
-    stacked = experiments.run_methods(dists, x, y, {"test": (xt, yt)}, 3, 9, 7, [5, 6], **kw)
+    stacked = experiments.run_methods(
+        dists, x, y=y, evals={"test": (xt, yt)}, m=3, steps=9, batch=7, generator_seed=[5, 6], **kw
+    )
     for s in range(2):
         one = experiments.run_methods(
-            dists[s], x[s], y[s], {"test": (xt[s], yt[s])}, 3, 9, 7, 5 + s, **kw
+            dists[s],
+            x[s],
+            y=y[s],
+            evals={"test": (xt[s], yt[s])},
+            m=3,
+            steps=9,
+            batch=7,
+            generator_seed=5 + s,
+            **kw,
         )
         for method in methods:
             for key in ("train", "test", "cos"):
@@ -495,7 +603,9 @@ def test_run_methods_stacked_equals_one_by_one():
         assert torch.allclose(stacked[s]["p2"].a, one["p2"].a, rtol=1e-9, atol=0)
         assert stacked[s]["one-step"]["raw_test"] == one["one-step"]["raw_test"]
     with pytest.raises(ValueError, match="one distribution and one generator_seed per run"):
-        experiments.run_methods(dists, x, y, {"test": (xt, yt)}, 3, 9, 7, [5], **kw)
+        experiments.run_methods(
+            dists, x, y=y, evals={"test": (xt, yt)}, m=3, steps=9, batch=7, generator_seed=[5], **kw
+        )
 
 
 def test_weighting_pair_calls(monkeypatch):
@@ -503,9 +613,13 @@ def test_weighting_pair_calls(monkeypatch):
     monkeypatch.setattr(experiments, "run_methods", rec)
 
     def make(g):
-        return data.interval(8, 6, 3, g, p_A=Fraction(1, 2), p_o=Fraction(1, 2), lo=2, hi=3)
+        return data.interval(
+            8, 6, k=3, generator=g, p_A=Fraction(1, 2), p_o=Fraction(1, 2), lo=2, hi=3
+        )
 
-    out = experiments.weighting_pair(make, 30, 20, 2, 25, 5, seed=3, train_dtype=torch.float32)
+    out = experiments.weighting_pair(
+        make, 30, n_test=20, m=2, steps=25, batch=5, seed=3, train_dtype=torch.float32
+    )
     g = _gen(3)
     dist = make(g)
     x, y = experiments.sample_with_ratio(dist, 30, None, g)
@@ -520,5 +634,5 @@ def test_weighting_pair_calls(monkeypatch):
     assert out["positive_rate"] == float(dist.positive_rate) == 0.5
     n_pos = int((yt == 1).sum())
     assert n_pos != 10 and out["majority"] == pytest.approx(max(n_pos, 20 - n_pos) / 20)
-    experiments.weighting_pair(make, 30, 20, 2, 5, 5, seed=3)
+    experiments.weighting_pair(make, 30, n_test=20, m=2, steps=5, batch=5, seed=3)
     assert rec.calls[-1]["eval_every"] == 1 and rec.calls[-1]["train_dtype"] is None

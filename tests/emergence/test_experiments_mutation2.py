@@ -27,7 +27,7 @@ def _gen(seed=0):
 
 
 def _setup(dtype=F64, n=80):
-    dist = data.parity_mixture(12, 8, 3, Fraction(1, 2), _gen())
+    dist = data.parity_mixture(12, 8, k=3, p_o=Fraction(1, 2), generator=_gen())
     x, y, _ = dist.sample(n, _gen(1), dtype=dtype)
     xt, yt, _ = dist.sample(40, _gen(2), dtype=dtype)
     return dist, x, y, {"test": (xt, yt)}
@@ -35,14 +35,29 @@ def _setup(dtype=F64, n=80):
 
 def _p0(dist, dtype):
     return net.symmetric_init(
-        M_, dist.d, dist.k, dist.sigma, float(dist.gamma), _gen(SEED), dtype=dtype
+        M_,
+        dist.d,
+        k=dist.k,
+        sigma_tilde=dist.sigma,
+        gamma=float(dist.gamma),
+        generator=_gen(SEED),
+        dtype=dtype,
     )
 
 
 def test_run_methods_on_float32_data_keeps_float32():
     dist, x, y, evals = _setup(F32)
     out = experiments.run_methods(
-        dist, x, y, evals, M_, 1, BATCH, SEED, methods=("network",), progress=False
+        dist,
+        x,
+        y=y,
+        evals=evals,
+        m=M_,
+        steps=1,
+        batch=BATCH,
+        generator_seed=SEED,
+        methods=("network",),
+        progress=False,
     )
     # the init in the data's dtype: the float64 draw of symmetric_init rounded to float32
     p0 = _p0(dist, F32)
@@ -57,9 +72,19 @@ def test_run_methods_on_float32_data_keeps_float32():
 def test_run_methods_train_dtype_float32_after_float64_first_steps():
     dist, x, y, evals = _setup(F64)
     out = experiments.run_methods(
-        dist, x, y, evals, M_, 2, BATCH, SEED, methods=("network",), progress=False,
-        eval_every=1, train_dtype=F32,
-    )  # fmt: skip
+        dist,
+        x,
+        y=y,
+        evals=evals,
+        m=M_,
+        steps=2,
+        batch=BATCH,
+        generator_seed=SEED,
+        methods=("network",),
+        progress=False,
+        eval_every=1,
+        train_dtype=F32,
+    )
     p0 = _p0(dist, F64)
     sched = net.schedule("A.214", dist.k, M_, dist.sigma, float(dist.gamma), 2)
     _, p2 = net.first_two_steps(p0, x, y, sched)
@@ -68,16 +93,33 @@ def test_run_methods_train_dtype_float32_after_float64_first_steps():
     xt, yt = evals["test"]
     xt32, yt32 = xt.to(F32), yt.to(F32)
     p, hist = net.train_late(
-        p2.to(F32), x.to(F32), y.to(F32), 2, BATCH, _gen(SEED + 1), lr=1e-2, eval_every=1,
-        evaluate=lambda q: {"test": net.accuracy(q, xt32, yt32)}, progress=False,
-    )  # fmt: skip
+        p2.to(F32),
+        x.to(F32),
+        y=y.to(F32),
+        steps=2,
+        batch=BATCH,
+        generator=_gen(SEED + 1),
+        lr=1e-2,
+        eval_every=1,
+        evaluate=lambda q: {"test": net.accuracy(q, xt32, yt32)},
+        progress=False,
+    )
     res = out["network"]
     assert res["params"].W.dtype == F32 and torch.equal(res["params"].W, p.W)
     assert torch.equal(res["params"].a, p.a) and res["curve"] == hist
     assert res["train"] == net.accuracy(p, x.to(F32), y.to(F32))
     # without train_dtype the later steps stay in the data's dtype
     out = experiments.run_methods(
-        dist, x, y, evals, M_, 1, BATCH, SEED, methods=("network",), progress=False
+        dist,
+        x,
+        y=y,
+        evals=evals,
+        m=M_,
+        steps=1,
+        batch=BATCH,
+        generator_seed=SEED,
+        methods=("network",),
+        progress=False,
     )
     assert out["network"]["params"].W.dtype == F64
 
@@ -85,18 +127,39 @@ def test_run_methods_train_dtype_float32_after_float64_first_steps():
 def test_run_methods_eval_every_defaults_to_10():
     dist, x, y, evals = _setup()
     out = experiments.run_methods(
-        dist, x, y, evals, M_, 20, BATCH, SEED, methods=("rf",), progress=False
+        dist,
+        x,
+        y=y,
+        evals=evals,
+        m=M_,
+        steps=20,
+        batch=BATCH,
+        generator_seed=SEED,
+        methods=("rf",),
+        progress=False,
     )
     # evaluated at step 0, every 10 steps and at the end (the signature's default 10)
     assert out["rf"]["curve"]["step"] == [0, 10, 20]
     F = net.features(_p0(dist, F64), x)
-    a, _ = baselines.train_linear_head(F, y, 20, BATCH, _gen(SEED + 3), progress=False)
+    a, _ = baselines.train_linear_head(
+        F, y, steps=20, batch=BATCH, generator=_gen(SEED + 3), progress=False
+    )
     assert out["rf"]["head_norm"] == float(a.norm())
 
 
 def test_run_methods_names_the_theory_bar(capsys):
     dist, x, y, evals = _setup()
-    experiments.run_methods(dist, x, y, evals, M_, 1, BATCH, SEED, methods=("network-theory",))
+    experiments.run_methods(
+        dist,
+        x,
+        y=y,
+        evals=evals,
+        m=M_,
+        steps=1,
+        batch=BATCH,
+        generator_seed=SEED,
+        methods=("network-theory",),
+    )
     err = capsys.readouterr().err
     assert re.search(r"(^|\r)network-theory: ", err), err
 
@@ -107,22 +170,24 @@ def test_run_methods_names_the_theory_bar(capsys):
 def test_table_run_eval_every_and_a_positive_majority(monkeypatch):
     rec = Recorder()
     monkeypatch.setattr(experiments, "run_methods", rec)
-    dist = data.parity_mixture(10, 6, 3, Fraction(1, 3), _gen())
+    dist = data.parity_mixture(10, 6, k=3, p_o=Fraction(1, 3), generator=_gen())
     free = data.without_structure(dist)
     # a quarter of class -1: 15 of the 20 test labels are +1, the majority rate is 15/20
-    out = experiments.table_run(dist, free, 40, 20, 3, 60, 10, 2, negative_fraction=0.25)
+    out = experiments.table_run(
+        dist, free, n=40, n_test=20, m=3, steps=60, batch=10, seed=2, negative_fraction=0.25
+    )
     assert out["majority"] == pytest.approx(0.75)
     assert [c["eval_every"] for c in rec.calls] == [3, 3]  # max(60 // 20, 1)
-    experiments.table_run(dist, free, 40, 20, 3, 5, 10, 2)
+    experiments.table_run(dist, free, n=40, n_test=20, m=3, steps=5, batch=10, seed=2)
     assert [c["eval_every"] for c in rec.calls[2:]] == [1, 1]  # max(5 // 20, 1)
 
 
 def test_structure_pair_hands_on_the_labels(monkeypatch):
     rec = Recorder()
     monkeypatch.setattr(experiments, "run_methods", rec)
-    experiments.structure_pair(10, 6, 3, 2, 30, 20, 7, 5, seed=2)
+    experiments.structure_pair(10, 6, k=3, m=2, n=30, n_test=20, steps=7, batch=5, seed=2)
     g = _gen(2010)
-    dist = data.parity_mixture(10, 6, 3, Fraction(1, 2), g)
+    dist = data.parity_mixture(10, 6, k=3, p_o=Fraction(1, 2), generator=g)
     _, y, _ = data.without_structure(dist).sample(30, g)
     a, b = rec.calls
     assert _same(a["y"], y) and _same(b["y"].abs(), torch.ones(30, dtype=F64))
@@ -131,9 +196,11 @@ def test_structure_pair_hands_on_the_labels(monkeypatch):
 def test_fixed_feature_comparison_seed_two(monkeypatch):
     rec = Recorder()
     monkeypatch.setattr(experiments, "run_methods", rec)
-    out = experiments.fixed_feature_comparison(10, 6, 3, 2, 30, 20, 7, 5, 12, seed=2)
+    out = experiments.fixed_feature_comparison(
+        10, 6, k=3, m=2, n=30, n_test=20, steps=7, batch=5, kernel_n=12, seed=2
+    )
     # the source's seeds: data 10 + 1000 seed, the methods 50 + 1000 seed
-    dist = data.parity_mixture(10, 6, 3, Fraction(1, 2), _gen(2010))
+    dist = data.parity_mixture(10, 6, k=3, p_o=Fraction(1, 2), generator=_gen(2010))
     assert torch.equal(out["dist"].M, dist.M) and rec.calls[0]["seed"] == 2050
 
 
@@ -142,9 +209,11 @@ def test_weighting_pair_labels_eval_every_and_a_positive_majority(monkeypatch):
     monkeypatch.setattr(experiments, "run_methods", rec)
 
     def make(g):
-        return data.interval(8, 6, 3, g, p_A=Fraction(1, 2), p_o=Fraction(1, 2), lo=2, hi=3)
+        return data.interval(
+            8, 6, k=3, generator=g, p_A=Fraction(1, 2), p_o=Fraction(1, 2), lo=2, hi=3
+        )
 
-    out = experiments.weighting_pair(make, 30, 20, 2, 30, 5, seed=6)
+    out = experiments.weighting_pair(make, 30, n_test=20, m=2, steps=30, batch=5, seed=6)
     g = _gen(6)
     dist = make(g)
     _, y = experiments.sample_with_ratio(dist, 30, None, g)
@@ -167,18 +236,28 @@ def test_run_methods_hands_lr_to_the_ntk_and_seeded_generators_to_the_probes(mon
         ntk_lr.append(kw["lr"])
         return real_ntk(*args, **kw)
 
-    def probes(p, x, y, xt, yt, steps, batch, g, **kw):
-        probe_calls.append((steps, batch, g.initial_seed()))
-        return real_probes(p, x, y, xt, yt, steps, batch, g, **kw)
+    def probes(p, x, *, steps, batch, generator, **kw):
+        probe_calls.append((steps, batch, generator.initial_seed()))
+        return real_probes(p, x, steps=steps, batch=batch, generator=generator, **kw)
 
     monkeypatch.setattr(baselines, "train_ntk", train_ntk)
     monkeypatch.setattr(analysis, "probes", probes)
     dist, x, y, evals = _setup()
     methods = ("ntk", "one-step", "two-step")
     experiments.run_methods(
-        dist, x, y, evals, M_, 1, BATCH, SEED, methods=methods, lr=0.3, probe_steps=2,
+        dist,
+        x,
+        y=y,
+        evals=evals,
+        m=M_,
+        steps=1,
+        batch=BATCH,
+        generator_seed=SEED,
+        methods=methods,
+        lr=0.3,
+        probe_steps=2,
         progress=False,
-    )  # fmt: skip
+    )
     assert ntk_lr == [0.3]
     # each method's generator is seeded generator_seed + 1 + METHODS.index(method)
     assert probe_calls == [(2, BATCH, SEED + 1 + 4), (2, BATCH, SEED + 1 + 5)]
@@ -187,7 +266,16 @@ def test_run_methods_hands_lr_to_the_ntk_and_seeded_generators_to_the_probes(mon
 def test_run_methods_counts_constant_features_in_float32():
     dist, x, y, evals = _setup(F32)
     out = experiments.run_methods(
-        dist, x, y, evals, M_, 1, BATCH, SEED, methods=("one-step",), progress=False
+        dist,
+        x,
+        y=y,
+        evals=evals,
+        m=M_,
+        steps=1,
+        batch=BATCH,
+        generator_seed=SEED,
+        methods=("one-step",),
+        progress=False,
     )
     F = net.features(out["p1"], x)
     spread = F.std(0)

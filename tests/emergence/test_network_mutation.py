@@ -56,7 +56,7 @@ def test_params_detach_is_an_equal_copy_and_width_counts_rows():
 
 def test_symmetric_init_scales_pattern_and_precision():
     m, d, k, sigma_tilde, gamma = 3000, 2, 3, 1.5, 0.5
-    p = network.symmetric_init(m, d, k, sigma_tilde, gamma, _gen(3))
+    p = network.symmetric_init(m, d, k=k, sigma_tilde=sigma_tilde, gamma=gamma, generator=_gen(3))
     assert p.width == 2 * m and p.W.dtype == F64
     # sigma_w = 1/3, sigma_b = 1/9, sigma_a = sigma~^2/(gamma k^2) = 2.25/4.5 = 0.5: sample stds
     # of 6000 / 3000 / 3000 normal draws, within 6 %
@@ -69,17 +69,23 @@ def test_symmetric_init_scales_pattern_and_precision():
         assert not torch.equal(t.to(torch.float32).to(F64), t)
     with torch.random.fork_rng():  # the global generator moved: the draws must not change
         torch.manual_seed(1)
-        again = network.symmetric_init(m, d, k, sigma_tilde, gamma, _gen(3))
+        again = network.symmetric_init(
+            m, d, k=k, sigma_tilde=sigma_tilde, gamma=gamma, generator=_gen(3)
+        )
     assert all(torch.equal(s, t) for s, t in zip((p.W, p.b, p.a), (again.W, again.b, again.a)))
-    low = network.symmetric_init(2, 3, 2, 1.0, 0.5, _gen(3), dtype=torch.float32)
+    low = network.symmetric_init(
+        2, 3, k=2, sigma_tilde=1.0, gamma=0.5, generator=_gen(3), dtype=torch.float32
+    )
     assert {low.W.dtype, low.b.dtype, low.a.dtype} == {torch.float32}
 
 
 def test_symmetric_init_needs_positive_gamma():
     msg = "parameter 'gamma' = 0.0 is not allowed: sigma_a = sigma~^2/(gamma k^2) needs gamma > 0"
     with pytest.raises(ValueError, match=f"^{re.escape(msg)}$"):
-        network.symmetric_init(2, 3, 2, 1.0, 0.0, _gen())
-    network.symmetric_init(2, 3, 2, 1.0, 1e-9, _gen())  # any gamma > 0 is allowed
+        network.symmetric_init(2, 3, k=2, sigma_tilde=1.0, gamma=0.0, generator=_gen())
+    network.symmetric_init(
+        2, 3, k=2, sigma_tilde=1.0, gamma=1e-9, generator=_gen()
+    )  # any gamma > 0 is allowed
 
 
 # -- activations, forward, loss, accuracy ----------------------------------------------------------
@@ -153,7 +159,7 @@ def test_weighted_gradients_and_the_literal_step():
     for got, want in ((g.W, Wr.grad), (g.b, br.grad), (g.a, ar.grad)):
         assert torch.allclose(got, want, rtol=0, atol=1e-13)
     eta, lam_a, lam_w = 0.3, 0.7, 1.1
-    q = network.gd_step(p, X, y, eta, lam_a, lam_w, s, weights=w)
+    q = network.gd_step(p, X, y=y, eta=eta, lam_a=lam_a, lam_w=lam_w, s=s, weights=w)
     assert torch.allclose(q.W, p.W - eta * (Wr.grad + 2 * lam_w * p.W), rtol=0, atol=1e-14)
     assert torch.allclose(q.b, p.b - eta * br.grad, rtol=0, atol=1e-14)  # b not regularised
     assert torch.allclose(q.a, p.a - eta * (ar.grad + 2 * lam_a * p.a), rtol=0, atol=1e-14)
@@ -161,8 +167,10 @@ def test_weighted_gradients_and_the_literal_step():
     sched = network.schedule("A.274", 3, 4, 1.2, 0.5, 50)
     p1, p2 = network.first_two_steps(p, X, y, sched, weights=w)
     st1, st2 = sched["step1"], sched["step2"]
-    want1 = network.gd_step(p, X, y, st1["eta"], st1["lam_a"], st1["lam_w"], st1["s"], w)
-    want2 = network.gd_step(want1, X, y, 1.0, 0.5, 0.5, st2["s"], w)
+    want1 = network.gd_step(
+        p, X, y=y, eta=st1["eta"], lam_a=st1["lam_a"], lam_w=st1["lam_w"], s=st1["s"], weights=w
+    )
+    want2 = network.gd_step(want1, X, y=y, eta=1.0, lam_a=0.5, lam_w=0.5, s=st2["s"], weights=w)
     for got, want in ((p1, want1), (p2, want2)):
         assert all(
             torch.equal(s_, t) for s_, t in zip((got.W, got.b, got.a), (want.W, want.b, want.a))
@@ -228,7 +236,16 @@ def test_train_late_theory_is_sgd_with_weight_decay_on_the_drawn_batch():
     idx = torch.randint(10, (4,), generator=_gen(5))
     gW, gb, ga = _loss_grads(p, X[idx], y[idx], lam)
     got, hist = network.train_late(
-        p, X, y, 1, 4, _gen(5), optimizer="theory", lr=lr, lam=lam, progress=False
+        p,
+        X,
+        y=y,
+        steps=1,
+        batch=4,
+        generator=_gen(5),
+        optimizer="theory",
+        lr=lr,
+        lam=lam,
+        progress=False,
     )
     assert torch.allclose(got.W, p.W - lr * gW, rtol=0, atol=1e-14)
     assert torch.allclose(got.b, p.b - lr * gb, rtol=0, atol=1e-14)
@@ -246,12 +263,12 @@ def test_train_late_adam_default_lr_batch_capped_and_frozen_params():
     # batch 50 > n = 6: 6 draws (with replacement) from the generator
     idx = torch.randint(6, (6,), generator=_gen(6))
     gW, gb, ga = _loss_grads(p, X[idx], y[idx], 0.0)
-    got, _ = network.train_late(p, X, y, 1, 50, _gen(6), progress=False)
+    got, _ = network.train_late(p, X, y=y, steps=1, batch=50, generator=_gen(6), progress=False)
     assert torch.allclose(got.W, _adam(p.W, gW, 1e-2), rtol=0, atol=1e-14)
     assert torch.allclose(got.b, _adam(p.b, gb, 1e-2), rtol=0, atol=1e-14)
     assert torch.allclose(got.a, _adam(p.a, ga, 1e-2), rtol=0, atol=1e-14)
     only_a, _ = network.train_late(
-        p, X, y, 1, 50, _gen(6), lr=0.1, progress=False, train_params=("a",)
+        p, X, y=y, steps=1, batch=50, generator=_gen(6), lr=0.1, progress=False, train_params=("a",)
     )
     assert torch.equal(only_a.W, p.W) and torch.equal(only_a.b, p.b)
     assert torch.allclose(only_a.a, _adam(p.a, ga, 0.1), rtol=0, atol=1e-14)
@@ -266,7 +283,16 @@ def test_train_late_records_every_eval_every_steps_and_the_last():
         return {"hinge": network.hinge(y, network.forward(q, X)), "one": 1}
 
     _, hist = network.train_late(
-        p, X, y, 7, 4, _gen(), lr=0.01, eval_every=3, evaluate=evaluate, progress=False
+        p,
+        X,
+        y=y,
+        steps=7,
+        batch=4,
+        generator=_gen(),
+        lr=0.01,
+        eval_every=3,
+        evaluate=evaluate,
+        progress=False,
     )
     assert hist["step"] == [0, 3, 6, 7] and hist["one"] == [1.0] * 4
     assert all(isinstance(v, float) for v in hist["hinge"])
@@ -277,7 +303,9 @@ def test_train_late_records_every_eval_every_steps_and_the_last():
 def test_train_late_names_a_bad_optimizer():
     p, (X, y) = _params(), _data()
     with pytest.raises(ValueError, match=r"parameter 'optimizer' = 'sgd' is not allowed"):
-        network.train_late(p, X, y, 1, 4, _gen(), optimizer="sgd", progress=False)
+        network.train_late(
+            p, X, y=y, steps=1, batch=4, generator=_gen(), optimizer="sgd", progress=False
+        )
 
 
 def test_smoothed_relu_is_finite_far_out():
@@ -289,16 +317,25 @@ def test_smoothed_relu_is_finite_far_out():
 def test_train_late_default_eval_every_is_ten():
     p, (X, y) = _params(), _data()
     _, hist = network.train_late(
-        p, X, y, 11, 4, _gen(), evaluate=lambda q: {"one": 1}, progress=False
+        p,
+        X,
+        y=y,
+        steps=11,
+        batch=4,
+        generator=_gen(),
+        evaluate=lambda q: {"one": 1},
+        progress=False,
     )
     assert hist["step"] == [0, 10, 11]
 
 
 def test_train_late_progress_bar_shows_its_label_only_when_asked(capsys):
     p, (X, y) = _params(), _data()
-    network.train_late(p, X, y, 2, 4, _gen(), lr=0.01, progress=False)
+    network.train_late(p, X, y=y, steps=2, batch=4, generator=_gen(), lr=0.01, progress=False)
     assert capsys.readouterr().err == ""
-    network.train_late(p, X, y, 2, 4, _gen(), lr=0.01)  # progress on by default, desc "network"
+    network.train_late(
+        p, X, y=y, steps=2, batch=4, generator=_gen(), lr=0.01
+    )  # progress on by default, desc "network"
     assert "network: " in capsys.readouterr().err
-    network.train_late(p, X, y, 2, 4, _gen(), lr=0.01, desc="late steps")
+    network.train_late(p, X, y=y, steps=2, batch=4, generator=_gen(), lr=0.01, desc="late steps")
     assert "late steps: " in capsys.readouterr().err

@@ -104,7 +104,7 @@ def test_exhaustive_check_is_one_tracked_loop_over_k(monkeypatch):
 
 
 def test_target_params_in_the_asked_dtype():
-    dist = data.parity_mixture(20, 10, 3, F(1, 2), _gen())
+    dist = data.parity_mixture(20, 10, k=3, p_o=F(1, 2), generator=_gen())
     p = theory.target_params(dist, dtype=torch.float32)
     assert p.W.dtype == p.b.dtype == p.a.dtype == torch.float32
     net = theory.target_network(3, dist.P, dist.mu)
@@ -113,7 +113,7 @@ def test_target_params_in_the_asked_dtype():
 
 # -- Lemma A.29 ----------------------------------------------------------------------------------
 def test_lemma_a29_noisy_keys_bound_and_noise_law():
-    dist = data.parity_mixture(40, 20, 3, F(1, 2), _gen())
+    dist = data.parity_mixture(40, 20, k=3, p_o=F(1, 2), generator=_gen())
     sigma = 0.05
     r = theory.lemma_a29_noisy(dist, sigma, 4000, _gen(1))
     # Pr[|eps| > 1/8] for eps ~ N(0, k sigma^2)
@@ -134,7 +134,7 @@ def test_lemma_a29_noisy_keys_bound_and_noise_law():
 
 def test_lemma_a29_noiseless_margins_are_exactly_two():
     # without noise y g* = 2 on every point (heights twice Lemma 2.5's), to float64 precision
-    dist = data.parity_mixture(40, 20, 3, F(1, 2), _gen())
+    dist = data.parity_mixture(40, 20, k=3, p_o=F(1, 2), generator=_gen())
     r = theory.lemma_a29_noisy(dist, 1e-13, 500, _gen(3))
     assert float((r["margin"] - 2).abs().max()) < 1e-9
     assert float(r["below"].sum()) == 0
@@ -142,7 +142,7 @@ def test_lemma_a29_noiseless_margins_are_exactly_two():
 
 # -- Lemma A.8 and the gradient terms ------------------------------------------------------------
 def test_lemma_a8_with_a_biased_background():
-    dist = data.parity_mixture(12, 9, 3, F(1, 3), _gen())
+    dist = data.parity_mixture(12, 9, k=3, p_o=F(1, 3), generator=_gen())
     r = theory.lemma_a8(dist)
     bg = [j for j in range(9) if j not in dist.A]
     assert len(r["E_abs_phi_bg"]) == len(bg) == 6
@@ -155,7 +155,7 @@ def test_lemma_a8_with_a_biased_background():
 
 def test_gradient_terms_with_weights_off_the_signal_are_beta_gamma_over_sigma():
     # q_A = 0: the activation does not depend on phi_A, so T_j = E[y phi_j] beta = gamma/sigma beta
-    dist = data.parity_mixture(12, 9, 3, F(1, 2), _gen())
+    dist = data.parity_mixture(12, 9, k=3, p_o=F(1, 2), generator=_gen())
     bg = [j for j in range(9) if j not in dist.A]
     w = dist.M[:, bg] @ torch.linspace(-0.3, 0.4, len(bg), dtype=torch.float64)
     r = theory.gradient_terms(dist, w, 0.3, 0.2)
@@ -168,7 +168,7 @@ def test_gradient_terms_with_weights_off_the_signal_are_beta_gamma_over_sigma():
 
 
 def test_gradient_terms_of_a_given_u_and_of_no_activation():
-    dist = data.parity_mixture(12, 9, 3, F(1, 2), _gen())
+    dist = data.parity_mixture(12, 9, k=3, p_o=F(1, 2), generator=_gen())
     w = dist.signal_direction * 0.1
     zero = theory.gradient_terms(dist, w, 0.2, 0.1, u=torch.zeros(2**9, dtype=torch.float64))
     assert float(zero["T"].abs().max()) == 0 and zero["T_b"] == 0
@@ -311,7 +311,7 @@ def test_lemma_a29_margins_are_the_network_at_s_minus_mu_plus_eps():
     # <w, x> = (S - mu + eps_x) / (8k) with S = sum_{j in A} phi~_j: the margins follow from the
     # returned eps and the same phi~ (the generator's first draw), here with noise heavy enough
     # that pre-activations leave [0, 1] on both sides
-    dist = data.parity_mixture(40, 20, 3, F(1, 2), _gen())
+    dist = data.parity_mixture(40, 20, k=3, p_o=F(1, 2), generator=_gen())
     r = theory.lemma_a29_noisy(dist, 10.0, 300, _gen(4))
     phi = dist.sample_phi_tilde(300, _gen(4))
     S = phi[:, list(dist.A)].sum(1)

@@ -32,12 +32,21 @@ def test_params_to_casts_every_tensor_and_keeps_values():
 
 @pytest.fixture(scope="module")
 def both():
-    dist = data.parity_mixture(24, 12, 3, Fraction(1, 2), _gen())
+    dist = data.parity_mixture(24, 12, k=3, p_o=Fraction(1, 2), generator=_gen())
     x, y, _ = dist.sample(600, _gen(1))
     xt, yt, _ = dist.sample(200, _gen(2))
     runs = {
         dtype: experiments.run_methods(
-            dist, x, y, {"test": (xt, yt)}, 8, 6, 100, 0, progress=False, train_dtype=dtype
+            dist,
+            x,
+            y=y,
+            evals={"test": (xt, yt)},
+            m=8,
+            steps=6,
+            batch=100,
+            generator_seed=0,
+            progress=False,
+            train_dtype=dtype,
         )
         for dtype in (None, torch.float32)
     }

@@ -73,13 +73,21 @@ def test_second_layer_descent_steps_by_hand():
     F, y = torch.ones(2, 1, dtype=F64), torch.ones(2, dtype=F64)
     a1 = torch.zeros(1, dtype=F64)
     # eta = 1: a = 0 (loss 1, slope -1), 1 (loss 1/4, slope -1/2), 1.5 (loss 1/16)
-    run = ex.second_layer_descent(F, y, a1, 3, lambda t: 1.0, 2 * F[:1], y[:1])
+    run = ex.second_layer_descent(
+        F, y, a1=a1, steps=3, step_size=lambda t: 1.0, F_test=2 * F[:1], y_test=y[:1]
+    )
     assert run["train"] == pytest.approx(0.0625)
     assert run["test"] == pytest.approx(0.0)  # the test feature 2 gives z = 2 at a = 1
     # eta^(t) = 1/t from t = 2: a = 0, 1/2 (loss 9/16), 1/2 + 3/4 / 3 = 3/4 (loss 25/64)
-    assert ex.second_layer_descent(F, y, a1, 3, lambda t: 1 / t)["train"] == pytest.approx(25 / 64)
-    assert ex.second_layer_descent(F, y, a1, 1, lambda t: 1.0)["train"] == pytest.approx(1.0)
-    both = ex.second_layer_descents(F, y, a1, 3, [lambda t: 1.0, lambda t: 1 / t])
+    assert ex.second_layer_descent(F, y, a1=a1, steps=3, step_size=lambda t: 1 / t)[
+        "train"
+    ] == pytest.approx(25 / 64)
+    assert ex.second_layer_descent(F, y, a1=a1, steps=1, step_size=lambda t: 1.0)[
+        "train"
+    ] == pytest.approx(1.0)
+    both = ex.second_layer_descents(
+        F, y, a1=a1, steps=3, schedules=[lambda t: 1.0, lambda t: 1 / t]
+    )
     assert [r["train"] for r in both] == pytest.approx([0.0625, 25 / 64])
 
 
@@ -193,14 +201,17 @@ def test_lemma_b34_constant_and_its_smallest_d():
 
 
 def test_theorem_b69_requirements_by_hand():
-    got = theory.theorem_b69_requirements(10, 2, 1.0, 2, 10, 10, eps=0.1)
+    got = theory.theorem_b69_requirements(10, 2, kappa=1.0, tau=2, n=10, m=10, eps=0.1)
     log_nmd = math.log(1000)
     log10_m = 2 * math.log10(2) + 13 * math.log10(log_nmd) + 1
     assert got["log10_m"] == pytest.approx(log10_m)
     assert got["log10_n"] == pytest.approx(math.log10(200 * log_nmd**3 + 10**log10_m))
     assert got["log10_T"] == pytest.approx(2 * log10_m + 1)
     assert got["d_ok"] is True
-    assert theory.theorem_b69_requirements(2, 2, 1.0, 2, 10, 10, eps=0.1)["d_ok"] is False
+    assert (
+        theory.theorem_b69_requirements(2, 2, kappa=1.0, tau=2, n=10, m=10, eps=0.1)["d_ok"]
+        is False
+    )
 
 
 def test_hinge_upper_bound_in_log10_and_the_guarantee_with_the_bias():
@@ -212,7 +223,16 @@ def test_hinge_upper_bound_in_log10_and_the_guarantee_with_the_bias():
     with_b = theory.guarantee(prm, b_tilde=bt)
     assert with_b["log10_T"] > theory.guarantee(prm)["log10_T"] + with_b["log10_m"] / 2
     direct = theory.theorem_3_12_terms(
-        prm["r"], 10 ** prm["log10_p"], prm["gamma"], prm["B_G"], prm["B_a1"], prm["B_a2"],
-        prm["B_b"], prm["B_x1"], 0.1, 0.1, b_tilde=bt,
-    )  # fmt: skip
+        prm["r"],
+        10 ** prm["log10_p"],
+        gamma=prm["gamma"],
+        B_G=prm["B_G"],
+        B_a1=prm["B_a1"],
+        B_a2=prm["B_a2"],
+        B_b=prm["B_b"],
+        B_x1=prm["B_x1"],
+        eps=0.1,
+        delta=0.1,
+        b_tilde=bt,
+    )
     assert with_b == pytest.approx(direct)

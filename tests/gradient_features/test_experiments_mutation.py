@@ -31,17 +31,39 @@ def _mixture():
 
 def test_one_step_draws_init_then_data():
     dist = _mixture()
-    net0, net1, X, y = ex.one_step(dist, 2, 3, 5, 0.7, 0.4, 0.2, 1.5,
-                                   torch.Generator().manual_seed(1), dtype=F64)  # fmt: skip
+    net0, net1, X, y = ex.one_step(
+        dist,
+        2,
+        m=3,
+        n=5,
+        sigma_a=0.7,
+        sigma_w=0.4,
+        b_tilde=0.2,
+        eta1=1.5,
+        generator=torch.Generator().manual_seed(1),
+        dtype=F64,
+    )
     g = torch.Generator().manual_seed(1)
-    ref0 = nw.symmetric_init(2, 3, 4, 0.7, 0.4, 0.2, g, F64)
+    ref0 = nw.symmetric_init(
+        2, 3, d=4, sigma_a=0.7, sigma_w=0.4, b_tilde=0.2, generator=g, dtype=F64
+    )
     Xr, yr = dist.sample(2, 5, g, F64)
     ref1 = nw.first_step(ref0, Xr, yr, 1.5)
     for u, v in ((net0.a, ref0.a), (net0.W, ref0.W), (net0.b, ref0.b), (X, Xr), (y, yr)):
         assert torch.equal(u, v)
     for u, v in ((net1.a, ref1.a), (net1.W, ref1.W), (net1.b, ref1.b)):
         assert torch.equal(u, v)
-    net0, _, X, _ = ex.one_step(dist, 1, 2, 3, 0.7, 0.4, 0.2, 1.5, torch.Generator())
+    net0, _, X, _ = ex.one_step(
+        dist,
+        1,
+        m=2,
+        n=3,
+        sigma_a=0.7,
+        sigma_w=0.4,
+        b_tilde=0.2,
+        eta1=1.5,
+        generator=torch.Generator(),
+    )
     assert net0.W.dtype == torch.float32 and X.dtype == torch.float32 and X.device.type == "cpu"
 
 
@@ -86,17 +108,19 @@ def _nice_by_hand(net0, X, y, D, gamma, B_G, block):
 def test_nice_counts_neuron_by_neuron(sign):
     dist = _mixture()
     g = torch.Generator().manual_seed(2)
-    net0 = nw.symmetric_init(2, 3, 4, 1.0, 1.0, 0.1, g, F64)
+    net0 = nw.symmetric_init(
+        2, 3, d=4, sigma_a=1.0, sigma_w=1.0, b_tilde=0.1, generator=g, dtype=F64
+    )
     X, y = dist.sample(2, 6, g, F64)
     D = dist.directions.float()  # cast to G's dtype inside
-    got = ex.nice_counts(net0, X, y, D, [0.2, 0.6], 0.05, 3, sign=sign)
+    got = ex.nice_counts(net0, X, y=y, D=D, gammas=[0.2, 0.6], B_G=0.05, m=3, sign=sign)
     assert got.shape == (2, 2, 2) and got.dtype == torch.int64
     block = slice(0, 3) if sign == 1 else slice(3, 6)
     for k, gamma in enumerate([0.2, 0.6]):
         want = _nice_by_hand(net0, X, y, D.double(), gamma, 0.05, block)
         assert torch.equal(got[k], want)
     if sign == 1:
-        default = ex.nice_counts(net0, X, y, D, [0.6], 0.05, 3)
+        default = ex.nice_counts(net0, X, y=y, D=D, gammas=[0.6], B_G=0.05, m=3)
         assert torch.equal(default[0], got[1])
 
 
@@ -111,7 +135,7 @@ def test_nice_counts_keep_one_side_of_the_cone():
             torch.tensor([[[1.0, 0.0], [-1.0, 0.0], [1.0, 0.0], [-1.0, 0.0]]], dtype=F64),
             torch.tensor([[0.5, -0.5, 0.5, -0.5]], dtype=F64),
         )
-        assert ex.nice_counts(net0, X, y, D, [0.5], 0.0, 1)[0].tolist() == want
+        assert ex.nice_counts(net0, X, y=y, D=D, gammas=[0.5], B_G=0.0, m=1)[0].tolist() == want
     # the two-sided event of Definition 3.7 counts both signs of a
     assert nw.feature_hits(torch.tensor([[-1.0, 0.0]], dtype=F64), D, 0.5, 0.0).tolist() == [
         [True, False]
@@ -119,21 +143,33 @@ def test_nice_counts_keep_one_side_of_the_cone():
 
 
 def test_nice_counts_check_sign_and_gamma():
-    net0 = nw.symmetric_init(1, 1, 2, 1.0, 1.0, 0.1, torch.Generator(), F64)
+    net0 = nw.symmetric_init(
+        1, 1, d=2, sigma_a=1.0, sigma_w=1.0, b_tilde=0.1, generator=torch.Generator(), dtype=F64
+    )
     X, y = torch.zeros(1, 2, 2, dtype=F64), torch.ones(1, 2, dtype=F64)
     for bad in (0, 2):
         with pytest.raises(ValueError, match=f"parameter 'sign' = {bad} is not allowed"):
-            ex.nice_counts(net0, X, y, torch.eye(2), [0.5], 0.0, 1, sign=bad)
+            ex.nice_counts(net0, X, y=y, D=torch.eye(2), gammas=[0.5], B_G=0.0, m=1, sign=bad)
     with pytest.raises(ValueError, match="parameter 'gamma' = 1.0"):
-        ex.nice_counts(net0, X, y, torch.eye(2), [1.0], 0.0, 1)
+        ex.nice_counts(net0, X, y=y, D=torch.eye(2), gammas=[1.0], B_G=0.0, m=1)
 
 
 @pytest.mark.parametrize("chunk", [4, 512])
 def test_population_fraction_chunk_by_chunk(chunk):
     dist = _mixture()
     D = dist.directions
-    p, se = ex.population_fraction(dist, D, [0.3, 0.7], 0.01, 0.8, 0.05, 10, 7,
-                                   torch.Generator().manual_seed(3), chunk=chunk)  # fmt: skip
+    p, se = ex.population_fraction(
+        dist,
+        D,
+        gammas=[0.3, 0.7],
+        B_G=0.01,
+        sigma_w=0.8,
+        b_tilde=0.05,
+        neurons=10,
+        n=7,
+        generator=torch.Generator().manual_seed(3),
+        chunk=chunk,
+    )
     g = torch.Generator().manual_seed(3)
     X, y = dist.sample(1, 7, g, F64)
     Ws = []
@@ -147,16 +183,35 @@ def test_population_fraction_chunk_by_chunk(chunk):
         assert torch.allclose(p[k], want, atol=1e-12)
         assert torch.allclose(se[k], (want * (1 - want) / 10).sqrt(), atol=1e-12)
     if chunk == 512:
-        p2, _ = ex.population_fraction(dist, D, [0.3, 0.7], 0.01, 0.8, 0.05, 10, 7,
-                                       torch.Generator().manual_seed(3))  # fmt: skip
+        p2, _ = ex.population_fraction(
+            dist,
+            D,
+            gammas=[0.3, 0.7],
+            B_G=0.01,
+            sigma_w=0.8,
+            b_tilde=0.05,
+            neurons=10,
+            n=7,
+            generator=torch.Generator().manual_seed(3),
+        )
         assert torch.equal(p2, p)
 
 
 def test_population_counts_with_a_negative_bias_and_pooled():
     dist = _mixture()
     D = dist.directions
-    counts = ex.population_counts(dist, D, [0.3, 0.7], 0.01, 0.8, 0.05, 10, 7,
-                                  torch.Generator().manual_seed(3), sign=-1)  # fmt: skip
+    counts = ex.population_counts(
+        dist,
+        D,
+        gammas=[0.3, 0.7],
+        B_G=0.01,
+        sigma_w=0.8,
+        b_tilde=0.05,
+        neurons=10,
+        n=7,
+        generator=torch.Generator().manual_seed(3),
+        sign=-1,
+    )
     g = torch.Generator().manual_seed(3)
     X, y = dist.sample(1, 7, g, F64)
     W = torch.randn(1, 10, 4, generator=g, dtype=F64) * 0.8
@@ -164,19 +219,40 @@ def test_population_counts_with_a_negative_bias_and_pooled():
     for k, gamma in enumerate([0.3, 0.7]):
         want = _hits_by_hand(W, b, X, y, D, gamma, 0.01)[0] * 10
         assert torch.equal(counts[k], want.round().long())
-    p, _ = ex.population_fraction(dist, D, [0.3, 0.7], 0.01, 0.8, 0.05, 10, 7,
-                                  torch.Generator().manual_seed(3), sign=-1)  # fmt: skip
+    p, _ = ex.population_fraction(
+        dist,
+        D,
+        gammas=[0.3, 0.7],
+        B_G=0.01,
+        sigma_w=0.8,
+        b_tilde=0.05,
+        neurons=10,
+        n=7,
+        generator=torch.Generator().manual_seed(3),
+        sign=-1,
+    )
     assert torch.equal(p, counts.double() / 10)
     with pytest.raises(ValueError, match="parameter 'sign' = 0"):
-        ex.population_counts(dist, D, [0.3], 0.0, 1.0, 0.1, 2, 2, torch.Generator(), sign=0)
+        ex.population_counts(
+            dist,
+            D,
+            gammas=[0.3],
+            B_G=0.0,
+            sigma_w=1.0,
+            b_tilde=0.1,
+            neurons=2,
+            n=2,
+            generator=torch.Generator(),
+            sign=0,
+        )
     assert ex.pooled(torch.tensor([[1, 2], [3, 4]]), 10) == (10, 40)
 
 
 def _record_trainings(monkeypatch, bump=0.5):
     calls = []
 
-    def train(net, X, y, steps, lr, train_W, optimizer, **kw):
-        calls.append(("train", net, steps, lr, train_W, optimizer, kw))
+    def train(net, X, *, y, steps, lr, train_first_layer, optimizer, **kw):
+        calls.append(("train", net, steps, lr, train_first_layer, optimizer, kw))
         return nw.Net(net.a + bump, net.W, net.b)
 
     def train_ntk(net0, X, y, steps, lr, **kw):
@@ -196,10 +272,26 @@ def _record_trainings(monkeypatch, bump=0.5):
 def test_compare_methods_hands_each_method_its_start(monkeypatch):
     calls = _record_trainings(monkeypatch)
     dist = _mixture()
-    out = ex.compare_methods(dist, 2, 3, 6, 9, 0.7, 0.4, 0.2, 1.5, 13, 0.01, 4,
-                             torch.Generator().manual_seed(4), dtype=F64)  # fmt: skip
+    out = ex.compare_methods(
+        dist,
+        2,
+        m=3,
+        n=6,
+        n_test=9,
+        sigma_a=0.7,
+        sigma_w=0.4,
+        b_tilde=0.2,
+        eta1=1.5,
+        steps=13,
+        lr=0.01,
+        batch=4,
+        generator=torch.Generator().manual_seed(4),
+        dtype=F64,
+    )
     g = torch.Generator().manual_seed(4)
-    net0, net1, X, y = ex.one_step(dist, 2, 3, 6, 0.7, 0.4, 0.2, 1.5, g, F64)
+    net0, net1, X, y = ex.one_step(
+        dist, 2, m=3, n=6, sigma_a=0.7, sigma_w=0.4, b_tilde=0.2, eta1=1.5, generator=g, dtype=F64
+    )
     Xt, yt = dist.sample(2, 9, g, F64)
     assert list(out) == ["network", "frozen", "rf", "ntk", "linear"]
     kinds = [c[0] for c in calls]
@@ -207,8 +299,11 @@ def test_compare_methods_hands_each_method_its_start(monkeypatch):
     g_used = calls[0][6]["generator"]
     for c in calls:
         assert c[-1]["batch"] == 4 and c[-1]["generator"] is g_used
-    assert [c[2:6] for c in calls[:3]] == [(13, 0.01, True, "adam"), (13, 0.01, False, "adam"),
-                                          (13, 0.01, False, "adam")]  # fmt: skip
+    assert [c[2:6] for c in calls[:3]] == [
+        (13, 0.01, True, "adam"),
+        (13, 0.01, False, "adam"),
+        (13, 0.01, False, "adam"),
+    ]
     assert calls[3][2:4] == (13, 0.01) and calls[4][2:4] == (13, 0.01)
     assert torch.equal(calls[0][1].W, net1.W) and torch.equal(calls[1][1].a, net1.a)
     rf0 = calls[2][1]
@@ -263,8 +358,20 @@ def test_uniform_parity_init_by_hand():
 
 def test_uniform_parity_run_reads_the_first_step(monkeypatch):
     calls = _record_trainings(monkeypatch, bump=0.25)
-    out = ex.uniform_parity_run(6, 2, 2, 3, 8, 10, 5, 0.02, 4, torch.Generator().manual_seed(8),
-                                eta1=2.0, dtype=F64)  # fmt: skip
+    out = ex.uniform_parity_run(
+        6,
+        2,
+        seeds=2,
+        m=3,
+        n=8,
+        n_test=10,
+        steps=5,
+        lr=0.02,
+        batch=4,
+        generator=torch.Generator().manual_seed(8),
+        eta1=2.0,
+        dtype=F64,
+    )
     g = torch.Generator().manual_seed(8)
     dist = gdata.uniform_parity(6, 2)
     net0 = ex.uniform_parity_init(2, 3, 6, 2, g, F64)
@@ -304,8 +411,10 @@ def test_multi_index_alignment_by_hand():
             return float(v[:2].norm() / v.norm())
 
         init = sum(frac(W[s, i]) for i in range(m)) / m
-        Gs = [sum(yc[ell] * X[s, ell] * float(X[s, ell] @ W[s, i] > 0) for ell in range(n)) / n
-              for i in range(m)]  # fmt: skip
+        Gs = [
+            sum(yc[ell] * X[s, ell] * float(X[s, ell] @ W[s, i] > 0) for ell in range(n)) / n
+            for i in range(m)
+        ]
         step = sum(frac(G) for G in Gs) / m
         assert float(out["init"][s]) == pytest.approx(init, rel=1e-12)
         assert float(out["step"][s]) == pytest.approx(step, rel=1e-10)

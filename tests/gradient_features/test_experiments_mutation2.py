@@ -26,8 +26,19 @@ def _mixture():
 
 
 def test_one_step_puts_the_network_and_the_data_on_the_device():
-    net0, net1, X, y = ex.one_step(_mixture(), 2, 3, 5, 0.7, 0.4, 0.2, 1.5,
-                                   torch.Generator().manual_seed(1), F64, "meta")  # fmt: skip
+    net0, net1, X, y = ex.one_step(
+        _mixture(),
+        2,
+        m=3,
+        n=5,
+        sigma_a=0.7,
+        sigma_w=0.4,
+        b_tilde=0.2,
+        eta1=1.5,
+        generator=torch.Generator().manual_seed(1),
+        dtype=F64,
+        device="meta",
+    )
     for t in (net0.a, net0.W, net0.b, net1.a, net1.W, net1.b, X, y):
         assert t.device.type == "meta" and t.dtype == F64
     assert net0.W.shape == (2, 12, 4) and X.shape == (2, 5, 4)
@@ -37,7 +48,7 @@ def _recorders(monkeypatch):
     """Replace the trainings by recorders of their keyword arguments (each returns its start)."""
     kws = []
 
-    def train(net, X, y, steps, lr, train_W, optimizer, **kw):
+    def train(net, X, *, y, steps, lr, train_first_layer, optimizer, **kw):
         kws.append(kw)
         return net
 
@@ -60,13 +71,29 @@ def test_compare_methods_hands_on_its_device_and_its_generator(monkeypatch):
     devices = []
     real_one_step = ex.one_step
 
-    def one_step(*args):
-        devices.append(args[-1])
-        return real_one_step(*args)
+    def one_step(*args, **kw):
+        devices.append(kw["device"])
+        return real_one_step(*args, **kw)
 
     monkeypatch.setattr(ex, "one_step", one_step)
     g, dev = torch.Generator().manual_seed(4), torch.device("cpu")
-    ex.compare_methods(_mixture(), 2, 3, 6, 9, 0.7, 0.4, 0.2, 1.5, 13, 0.01, 4, g, F64, dev)
+    ex.compare_methods(
+        _mixture(),
+        2,
+        m=3,
+        n=6,
+        n_test=9,
+        sigma_a=0.7,
+        sigma_w=0.4,
+        b_tilde=0.2,
+        eta1=1.5,
+        steps=13,
+        lr=0.01,
+        batch=4,
+        generator=g,
+        dtype=F64,
+        device=dev,
+    )
     assert len(devices) == 1 and devices[0] is dev  # the caller's device object, not a default
     assert len(kws) == 5  # network, frozen, rf, ntk, linear: each batches with the caller's draws
     assert all(kw == {"batch": 4, "generator": g} and kw["generator"] is g for kw in kws)
@@ -75,7 +102,20 @@ def test_compare_methods_hands_on_its_device_and_its_generator(monkeypatch):
 def test_uniform_parity_run_batches_with_the_callers_generator(monkeypatch):
     kws = _recorders(monkeypatch)
     g = torch.Generator().manual_seed(8)
-    ex.uniform_parity_run(6, 2, 2, 3, 8, 10, 5, 0.02, 4, g, eta1=2.0, dtype=F64)
+    ex.uniform_parity_run(
+        6,
+        2,
+        seeds=2,
+        m=3,
+        n=8,
+        n_test=10,
+        steps=5,
+        lr=0.02,
+        batch=4,
+        generator=g,
+        eta1=2.0,
+        dtype=F64,
+    )
     assert len(kws) == 2 and all(kw["generator"] is g and kw["batch"] == 4 for kw in kws)
 
 
@@ -93,8 +133,17 @@ def test_population_fraction_scales_w_by_sigma_w():
     # sigma_w = 0.5 against a bias of 0.3: which points switch a neuron on depends on the scale
     dist = _mixture()
     D = dist.directions
-    p, _ = ex.population_fraction(dist, D, [0.3, 0.7], 0.01, 0.5, 0.3, 40, 9,
-                                  torch.Generator().manual_seed(3))  # fmt: skip
+    p, _ = ex.population_fraction(
+        dist,
+        D,
+        gammas=[0.3, 0.7],
+        B_G=0.01,
+        sigma_w=0.5,
+        b_tilde=0.3,
+        neurons=40,
+        n=9,
+        generator=torch.Generator().manual_seed(3),
+    )
     g = torch.Generator().manual_seed(3)
     X, y = dist.sample(1, 9, g, F64)
     W = 0.5 * torch.randn(1, 40, 4, generator=g, dtype=F64)
@@ -102,17 +151,6 @@ def test_population_fraction_scales_w_by_sigma_w():
     assert torch.allclose(p, want, atol=1e-12)
     wrong = _fraction_by_hand(W[0] / 0.25, 0.3, X[0], y[0], D, [0.3, 0.7], 0.01)  # w / sigma_w
     assert not torch.allclose(p, wrong)  # the case tells the two scales apart
-
-
-def test_population_fraction_default_chunk_is_512():
-    # the draws of w come chunk by chunk, so the chunk size shows in the estimate past 512 neurons
-    dist = _mixture()
-    D = dist.directions
-    args = (dist, D, [0.3, 0.7], 0.01, 0.8, 0.05, 600, 7)
-    p = ex.population_fraction(*args, torch.Generator().manual_seed(3))[0]
-    assert torch.equal(p, ex.population_fraction(*args, torch.Generator().manual_seed(3), 512)[0])
-    other = ex.population_fraction(*args, torch.Generator().manual_seed(3), 513)[0]
-    assert not torch.equal(p, other)  # the case tells 512 from 513
 
 
 class OnePoint:
@@ -134,8 +172,17 @@ def test_population_fraction_keeps_the_bias_and_the_points_in_float64(b_tilde, a
     assert z > 0  # the first draw of seed 0, which sets w = z sigma_w
     sigma_w = (2.0**24 + 0.5) / z
     D = torch.ones(1, 1, dtype=F64)
-    p, se = ex.population_fraction(OnePoint(), D, [0.5], 0.5, sigma_w, b_tilde, 1, 1,
-                                   torch.Generator().manual_seed(0))  # fmt: skip
+    p, se = ex.population_fraction(
+        OnePoint(),
+        D,
+        gammas=[0.5],
+        B_G=0.5,
+        sigma_w=sigma_w,
+        b_tilde=b_tilde,
+        neurons=1,
+        n=1,
+        generator=torch.Generator().manual_seed(0),
+    )
     assert p.tolist() == [[1.0 if active else 0.0]] and se.tolist() == [[0.0]]
 
 
@@ -175,8 +222,23 @@ def test_compare_methods_evaluates_on_the_device(monkeypatch):
     kws, seen = _recorders(monkeypatch), []
     _recording_accuracy(monkeypatch, seen)
     with pytest.raises(_Stop):
-        ex.compare_methods(_mixture(), 2, 3, 6, 9, 0.7, 0.4, 0.2, 1.5, 13, 0.01, 4,
-                           torch.Generator().manual_seed(4), F64, "meta")  # fmt: skip
+        ex.compare_methods(
+            _mixture(),
+            2,
+            m=3,
+            n=6,
+            n_test=9,
+            sigma_a=0.7,
+            sigma_w=0.4,
+            b_tilde=0.2,
+            eta1=1.5,
+            steps=13,
+            lr=0.01,
+            batch=4,
+            generator=torch.Generator().manual_seed(4),
+            dtype=F64,
+            device="meta",
+        )
     assert len(kws) == 1 and seen == ["meta", ("meta", "meta")]
 
 
@@ -185,16 +247,29 @@ def test_uniform_parity_run_works_on_the_device(monkeypatch):
     kws = _recorders(monkeypatch)
     real_train = nw.train
 
-    def train(net, X, y, *args, **kw):
+    def train(net, X, *, y, **kw):
         nets.append((net, X, y))
-        return real_train(net, X, y, *args, **kw)
+        return real_train(net, X, y=y, **kw)
 
     monkeypatch.setattr(nw, "train", train)
     seen = []
     _recording_accuracy(monkeypatch, seen)
     with pytest.raises(_Stop):
-        ex.uniform_parity_run(6, 2, 2, 3, 8, 10, 5, 0.02, 4, torch.Generator().manual_seed(8),
-                              eta1=2.0, dtype=F64, device="meta")  # fmt: skip
+        ex.uniform_parity_run(
+            6,
+            2,
+            seeds=2,
+            m=3,
+            n=8,
+            n_test=10,
+            steps=5,
+            lr=0.02,
+            batch=4,
+            generator=torch.Generator().manual_seed(8),
+            eta1=2.0,
+            dtype=F64,
+            device="meta",
+        )
     (net1, X, y), (rf0, _, _) = nets  # Algorithm 6's network, then random features from W^(0)
     assert len(kws) == 2 and seen == ["meta", ("meta", "meta")]
     assert {t.device.type for t in (net1.a, net1.W, net1.b, X, y)} == {"meta"}

@@ -22,7 +22,9 @@ def _gen(seed=0):
 
 
 def test_symmetric_init_output_is_zero_and_pattern():
-    net = network.symmetric_init(2, 5, 7, 0.7, 0.3, 0.4, _gen(), torch.float64)
+    net = network.symmetric_init(
+        2, 5, d=7, sigma_a=0.7, sigma_w=0.3, b_tilde=0.4, generator=_gen(), dtype=torch.float64
+    )
     assert net.width == 20
     X = torch.randn(2, 50, 7, generator=_gen(1), dtype=torch.float64)
     assert float(network.forward(net, X).abs().max()) < 1e-12
@@ -36,9 +38,9 @@ def test_symmetric_init_output_is_zero_and_pattern():
 
 def test_symmetric_init_rejects_bad_parameters():
     with pytest.raises(ValueError, match="sigma_w"):
-        network.symmetric_init(1, 2, 3, 1.0, 0.0, 1.0, _gen())
+        network.symmetric_init(1, 2, d=3, sigma_a=1.0, sigma_w=0.0, b_tilde=1.0, generator=_gen())
     with pytest.raises(ValueError, match="'m'"):
-        network.symmetric_init(1, 0, 3, 1.0, 1.0, 1.0, _gen())
+        network.symmetric_init(1, 0, d=3, sigma_a=1.0, sigma_w=1.0, b_tilde=1.0, generator=_gen())
 
 
 def test_simplified_gradient_matches_a_loop():
@@ -54,7 +56,9 @@ def test_simplified_gradient_matches_a_loop():
 
 def test_first_step_equals_autograd_with_full_weight_decay():
     mix = data.orthogonal_mixture(12, 4, 1.0, 1.0)
-    net0 = network.symmetric_init(2, 6, 12, 1.3, 0.4, 0.5, _gen(5), torch.float64)
+    net0 = network.symmetric_init(
+        2, 6, d=12, sigma_a=1.3, sigma_w=0.4, b_tilde=0.5, generator=_gen(5), dtype=torch.float64
+    )
     X, y = mix.sample(2, 200, _gen(6), torch.float64)
     closed = network.first_step(net0, X, y, 0.7)
     auto = network.autograd_step(net0, X, y, 0.7, 1 / 0.7)
@@ -68,7 +72,9 @@ def test_first_step_equals_autograd_with_full_weight_decay():
 def test_mirror_relation_with_nonzero_eyx():
     mix = data.orthogonal_mixture(10, 2, 1.0, 1.0)
     m, eta = 8, 0.3
-    net0 = network.symmetric_init(1, m, 10, 1.0, 0.5, 0.3, _gen(7), torch.float64)
+    net0 = network.symmetric_init(
+        1, m, d=10, sigma_a=1.0, sigma_w=0.5, b_tilde=0.3, generator=_gen(7), dtype=torch.float64
+    )
     X, y = mix.sample(1, 500, _gen(8), torch.float64)
     net1 = network.first_step(net0, X, y, eta)
     eyx = (y[0, :, None] * X[0]).mean(0)
@@ -89,34 +95,38 @@ def test_feature_hits_and_cone():
 
 def test_training_reduces_hinge_and_seeds_stay_independent():
     mix = data.xor_mixture(8, 0.5)
-    net0 = network.symmetric_init(2, 8, 8, 1.0, 8**-0.5, 0.5, _gen(9))
+    net0 = network.symmetric_init(
+        2, 8, d=8, sigma_a=1.0, sigma_w=8**-0.5, b_tilde=0.5, generator=_gen(9)
+    )
     X, y = mix.sample(2, 400, _gen(10))
     net1 = network.first_step(net0, X, y, 0.5)
     before = network.seedwise_hinge(network.forward(net1, X), y)
-    after_net = network.train(net1, X, y, 60, 1e-2)
+    after_net = network.train(net1, X, y=y, steps=60, lr=1e-2)
     after = network.seedwise_hinge(network.forward(after_net, X), y)
     assert torch.all(after < before)
     # training seed 0 alone gives the same seed-0 result
     single = network.Net(net1.a[:1], net1.W[:1], net1.b[:1])
-    alone = network.train(single, X[:1], y[:1], 60, 1e-2)
+    alone = network.train(single, X[:1], y=y[:1], steps=60, lr=1e-2)
     assert torch.allclose(alone.W[0], after_net.W[0], atol=1e-5)
-    frozen = network.train(net1, X, y, 10, 1e-2, train_first_layer=False)
+    frozen = network.train(net1, X, y=y, steps=10, lr=1e-2, train_first_layer=False)
     assert torch.equal(frozen.W, net1.W)
     with pytest.raises(ValueError, match="optimizer"):
-        network.train(net1, X, y, 1, 1e-2, optimizer="sgd")
+        network.train(net1, X, y=y, steps=1, lr=1e-2, optimizer="sgd")
 
 
 def test_a_dry_run_keeps_the_first_step_of_each_trainer(monkeypatch):
     mix = data.xor_mixture(6, 0.5)
-    net0 = network.symmetric_init(2, 4, 6, 1.0, 6**-0.5, 0.5, _gen(16))
+    net0 = network.symmetric_init(
+        2, 4, d=6, sigma_a=1.0, sigma_w=6**-0.5, b_tilde=0.5, generator=_gen(16)
+    )
     X, y = mix.sample(2, 50, _gen(17))
     kw = dict(batch=10, progress=False)
 
     def runs(steps):
         g = _gen(18)
-        net = network.train(net0, X, y, steps, 1e-2, generator=g, **kw)
-        ntk = network.train_ntk(net0, X, y, steps, 1e-2, generator=g, **kw)
-        lin = network.train_linear(X, y, steps, 1e-2, generator=g, **kw)
+        net = network.train(net0, X, y=y, steps=steps, lr=1e-2, generator=g, **kw)
+        ntk = network.train_ntk(net0, X, y=y, steps=steps, lr=1e-2, generator=g, **kw)
+        lin = network.train_linear(X, y, steps=steps, lr=1e-2, generator=g, **kw)
         return net.W, ntk(X), lin(X)
 
     one, many = runs(1), runs(20)
@@ -126,7 +136,9 @@ def test_a_dry_run_keeps_the_first_step_of_each_trainer(monkeypatch):
 
 
 def test_ntk_model_is_the_linearisation():
-    net0 = network.symmetric_init(1, 3, 5, 1.0, 0.5, 0.2, _gen(11), torch.float64)
+    net0 = network.symmetric_init(
+        1, 3, d=5, sigma_a=1.0, sigma_w=0.5, b_tilde=0.2, generator=_gen(11), dtype=torch.float64
+    )
     X = torch.randn(1, 20, 5, generator=_gen(12), dtype=torch.float64)
     dW = torch.randn(net0.W.shape, generator=_gen(13), dtype=torch.float64)
     da = torch.randn(net0.a.shape, generator=_gen(14), dtype=torch.float64)
@@ -135,7 +147,7 @@ def test_ntk_model_is_the_linearisation():
     finite = (network.forward(moved, X) - network.forward(net0, X)) / eps
     assert torch.allclose(network.ntk_output(net0, dW, da, X), finite, atol=1e-4)
     y = torch.sign(torch.randn(1, 20, generator=_gen(15), dtype=torch.float64))
-    f = network.train_ntk(net0, X, y, 30, 1e-2)
+    f = network.train_ntk(net0, X, y=y, steps=30, lr=1e-2)
     assert float(network.seedwise_hinge(f(X), y)[0]) < 1.0
 
 
@@ -216,7 +228,9 @@ def test_gstar_hinge_closed_form_against_monte_carlo():
 
 
 def test_theorem_3_12_terms_scale():
-    base = theory.theorem_3_12_terms(2, 0.1, 0.01, 1.0, 1.0, 1.0, 1.0, 1.0, 0.1, 0.1)
+    base = theory.theorem_3_12_terms(
+        2, 0.1, gamma=0.01, B_G=1.0, B_a1=1.0, B_a2=1.0, B_b=1.0, B_x1=1.0, eps=0.1, delta=0.1
+    )
     # (3.10) is a sum of three terms: 2^4 * 1/(0.1 * 0.1^4) + 1/sqrt(0.1) + log(20)^2 / 0.1
     expected = 16 / (0.1 * 0.1**4) + 1 / math.sqrt(0.1) + math.log(20) ** 2 / 0.1
     assert base["log10_m"] == pytest.approx(math.log10(expected), abs=1e-9)
@@ -239,7 +253,15 @@ def test_boolean_cube_transform():
 def test_population_fraction_nested_cones():
     mix = data.orthogonal_mixture(20, 2, 1.0, 1.0)
     p, se = experiments.population_fraction(
-        mix, mix.directions, [0.1, 0.3], 0.5, 20**-0.5, 1.0, 500, 2000, _gen(17)
+        mix,
+        mix.directions,
+        gammas=[0.1, 0.3],
+        B_G=0.5,
+        sigma_w=20**-0.5,
+        b_tilde=1.0,
+        neurons=500,
+        n=2000,
+        generator=_gen(17),
     )
     assert p.shape == (2, 2) and torch.all(se > 0) and torch.all((p > 0) & (p < 1))
     assert torch.all(p[0] <= p[1])  # nested cones
@@ -268,7 +290,19 @@ def test_uniform_parity_init_pattern_and_run():
     with pytest.raises(ValueError, match="'k'"):
         experiments.uniform_parity_init(1, 2, 5, 0, _gen())
     eta = 1 / (2 * abs(float(theory.majority_coefficient(11, 1))))
-    out = experiments.uniform_parity_run(11, 2, 2, 16, 20_000, 500, 20, 1e-2, 64, _gen(23), eta)
+    out = experiments.uniform_parity_run(
+        11,
+        2,
+        seeds=2,
+        m=16,
+        n=20_000,
+        n_test=500,
+        steps=20,
+        lr=1e-2,
+        batch=64,
+        generator=_gen(23),
+        eta1=eta,
+    )
     # the corrected Lemma B.63: |w^(1)_j| = 1/(2k) on A, up to sampling noise
     assert float(out["w_in_A"].mean()) == pytest.approx(0.25, abs=0.02)
     assert float(out["w_out_A"].mean()) < 0.1
@@ -277,7 +311,19 @@ def test_uniform_parity_init_pattern_and_run():
 def test_compare_methods_shapes():
     mix = data.xor_mixture(10, 0.5)
     out = experiments.compare_methods(
-        mix, 2, 4, 100, 100, 1.0, 10**-0.5, 0.5, 0.2, 5, 1e-2, 50, _gen(24)
+        mix,
+        2,
+        m=4,
+        n=100,
+        n_test=100,
+        sigma_a=1.0,
+        sigma_w=10**-0.5,
+        b_tilde=0.5,
+        eta1=0.2,
+        steps=5,
+        lr=1e-2,
+        batch=50,
+        generator=_gen(24),
     )
     assert set(out) == {"network", "frozen", "rf", "ntk", "linear"}
     assert all(v.shape == (2,) and torch.all((v >= 0) & (v <= 1)) for v in out.values())

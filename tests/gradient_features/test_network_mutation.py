@@ -114,18 +114,22 @@ def test_symmetric_init_names_the_bad_parameter(name):
     kwargs = dict(sigma_a=1.0, sigma_w=1.0, b_tilde=1.0)
     kwargs[name] = -0.5
     with pytest.raises(ValueError, match=f"parameter '{name}' = -0.5"):
-        network.symmetric_init(1, 2, 3, generator=_gen(), **kwargs)
+        network.symmetric_init(1, 2, d=3, generator=_gen(), **kwargs)
 
 
 def test_symmetric_init_with_one_neuron_per_block():
-    net = network.symmetric_init(1, 1, 2, 1.0, 1.0, 0.5, _gen(), F64)
+    net = network.symmetric_init(
+        1, 1, d=2, sigma_a=1.0, sigma_w=1.0, b_tilde=0.5, generator=_gen(), dtype=F64
+    )
     assert net.width == 4
     assert net.b.tolist() == [[0.5, -0.5, 0.5, -0.5]]
 
 
 def test_symmetric_init_scale_precision_and_reproducibility():
     m, sigma_a, sigma_w = 4000, 3.0, 0.2
-    net = network.symmetric_init(1, m, 2, sigma_a, sigma_w, 0.5, _gen(3), F64)
+    net = network.symmetric_init(
+        1, m, d=2, sigma_a=sigma_a, sigma_w=sigma_w, b_tilde=0.5, generator=_gen(3), dtype=F64
+    )
     # sample standard deviations of 4000 (a) and 8000 (W) normal draws: within 5 % of sigma
     assert float(net.a[0, :m].std()) == pytest.approx(sigma_a, rel=0.05)
     assert float(net.W[0, :m].std()) == pytest.approx(sigma_w, rel=0.05)
@@ -135,7 +139,9 @@ def test_symmetric_init_scale_precision_and_reproducibility():
     # the generator alone decides the draws
     with torch.random.fork_rng():  # the global generator moved: the draws must not change
         torch.manual_seed(123)
-        again = network.symmetric_init(1, m, 2, sigma_a, sigma_w, 0.5, _gen(3), F64)
+        again = network.symmetric_init(
+            1, m, d=2, sigma_a=sigma_a, sigma_w=sigma_w, b_tilde=0.5, generator=_gen(3), dtype=F64
+        )
     assert torch.equal(again.a, net.a) and torch.equal(again.W, net.W)
 
 
@@ -156,7 +162,7 @@ def test_first_step_names_eta1_and_autograd_step_keeps_b():
 def test_train_names_lr_and_accepts_gd():
     net, X, y = _problem()
     with pytest.raises(ValueError, match="parameter 'lr' = 0"):
-        network.train(net, X, y, 1, 0.0)
+        network.train(net, X, y=y, steps=1, lr=0.0)
 
 
 def test_train_gd_is_two_plain_gradient_steps_and_ignores_batch():
@@ -166,7 +172,7 @@ def test_train_gd_is_two_plain_gradient_steps_and_ignores_batch():
     for _ in range(2):
         ga, gW = _hinge_grads(a, W, net.b, X, y)
         a, W = a - lr * ga, W - lr * gW
-    got = network.train(net, X, y, 2, lr, optimizer="gd", batch=3, generator=_gen(9))
+    got = network.train(net, X, y=y, steps=2, lr=lr, optimizer="gd", batch=3, generator=_gen(9))
     assert torch.allclose(got.a, a, rtol=0, atol=1e-13)
     assert torch.allclose(got.W, W, rtol=0, atol=1e-13)
     assert torch.equal(got.b, net.b)
@@ -176,7 +182,7 @@ def test_train_adam_first_step_by_default_moves_both_layers():
     net, X, y = _problem(seed=2)
     lr = 0.05
     ga, gW = _hinge_grads(net.a, net.W, net.b, X, y)
-    got = network.train(net, X, y, 1, lr)
+    got = network.train(net, X, y=y, steps=1, lr=lr)
     assert torch.allclose(got.a, _adam_first_step(net.a, ga, lr), rtol=0, atol=1e-13)
     assert torch.allclose(got.W, _adam_first_step(net.W, gW, lr), rtol=0, atol=1e-13)
 
@@ -191,12 +197,12 @@ def test_train_adam_minibatch_is_drawn_by_the_generator():
     # batch 4 < n = 12 (and > d = 3): one Adam step on the 4 points the generator draws
     idx = _minibatch(12, 4, 5)
     ga, gW = _hinge_grads(net.a, net.W, net.b, X[:, idx], y[:, idx])
-    got = network.train(net, X, y, 1, lr, batch=4, generator=_gen(5))
+    got = network.train(net, X, y=y, steps=1, lr=lr, batch=4, generator=_gen(5))
     assert torch.allclose(got.a, _adam_first_step(net.a, ga, lr), rtol=0, atol=1e-13)
     assert torch.allclose(got.W, _adam_first_step(net.W, gW, lr), rtol=0, atol=1e-13)
     # batch = n is the full batch (no draw with replacement)
-    full = network.train(net, X, y, 1, lr)
-    same = network.train(net, X, y, 1, lr, batch=12, generator=_gen(5))
+    full = network.train(net, X, y=y, steps=1, lr=lr)
+    same = network.train(net, X, y=y, steps=1, lr=lr, batch=12, generator=_gen(5))
     assert torch.equal(same.a, full.a) and torch.equal(same.W, full.W)
 
 
@@ -218,16 +224,18 @@ def test_train_ntk_first_adam_step_by_hand():
     ze = torch.einsum("snd,skd->snk", Xe, net.W) - net.b[:, None, :]
     want = (net.a[:, None, :] * (ze > 0) * torch.einsum("snd,skd->snk", Xe, dW)).sum(-1)
     want = want + (torch.relu(ze) * da[:, None, :]).sum(-1)
-    f = network.train_ntk(net, X, y, 1, lr)
+    f = network.train_ntk(net, X, y=y, steps=1, lr=lr)
     assert torch.allclose(f(Xe), want, rtol=0, atol=1e-12)
     # minibatch of 4 of 12 drawn by the generator: the same step on those points
     idx = _minibatch(12, 4, 8)
-    on_batch = network.train_ntk(net, X[:, idx], y[:, idx], 1, lr)
-    drawn = network.train_ntk(net, X, y, 1, lr, batch=4, generator=_gen(8))
+    on_batch = network.train_ntk(net, X[:, idx], y=y[:, idx], steps=1, lr=lr)
+    drawn = network.train_ntk(net, X, y=y, steps=1, lr=lr, batch=4, generator=_gen(8))
     assert torch.allclose(drawn(Xe), on_batch(Xe), rtol=0, atol=1e-13)
     assert not torch.allclose(drawn(Xe), f(Xe), atol=1e-6)
     # batch = n is the full batch
-    assert torch.equal(network.train_ntk(net, X, y, 1, lr, batch=12, generator=_gen(8))(Xe), f(Xe))
+    assert torch.equal(
+        network.train_ntk(net, X, y=y, steps=1, lr=lr, batch=12, generator=_gen(8))(Xe), f(Xe)
+    )
 
 
 # -- train_linear ----------------------------------------------------------------------------------
@@ -253,12 +261,14 @@ def test_train_linear_first_adam_step_by_hand():
     v, c = _linear_first_step(X, y, lr)
     assert c[:, 0].tolist() == pytest.approx([0.1, -0.1], rel=1e-6)
     Xe = torch.randn(2, 5, 3, generator=_gen(11), dtype=F64)
-    f = network.train_linear(X, y, 1, lr)
+    f = network.train_linear(X, y, steps=1, lr=lr)
     got = f(Xe)
     assert got.dtype == F64
     assert torch.allclose(got, torch.einsum("snd,sd->sn", Xe, v) + c, rtol=0, atol=1e-14)
     # batch = n is the full batch
-    assert torch.equal(network.train_linear(X, y, 1, lr, batch=12, generator=_gen(1))(Xe), got)
+    assert torch.equal(
+        network.train_linear(X, y, steps=1, lr=lr, batch=12, generator=_gen(1))(Xe), got
+    )
 
 
 def test_train_linear_minibatch_is_drawn_by_the_generator():
@@ -267,5 +277,5 @@ def test_train_linear_minibatch_is_drawn_by_the_generator():
     idx = _minibatch(12, 4, 12)  # batch 4 < n = 12, and > d = 3
     v, c = _linear_first_step(X[:, idx], y[:, idx], lr)
     Xe = torch.randn(2, 5, 3, generator=_gen(13), dtype=F64)
-    f = network.train_linear(X, y, 1, lr, batch=4, generator=_gen(12))
+    f = network.train_linear(X, y, steps=1, lr=lr, batch=4, generator=_gen(12))
     assert torch.allclose(f(Xe), torch.einsum("snd,sd->sn", Xe, v) + c, rtol=0, atol=1e-14)

@@ -75,14 +75,14 @@ def test_theorem_3_18_error_and_guarantee_of_the_parameters():
         want = theory.theorem_3_12_terms(
             par["r"],
             10 ** par["log10_p"],
-            par["gamma"],
-            par["B_G"],
-            par["B_a1"],
-            par["B_a2"],
-            par["B_b"],
-            par["B_x1"],
-            eps,
-            delta,
+            gamma=par["gamma"],
+            B_G=par["B_G"],
+            B_a1=par["B_a1"],
+            B_a2=par["B_a2"],
+            B_b=par["B_b"],
+            B_x1=par["B_x1"],
+            eps=eps,
+            delta=delta,
         )
         assert got == pytest.approx(want, rel=1e-14)
 
@@ -98,7 +98,17 @@ def test_theorem_3_12_terms_against_the_plain_formulas(b_tilde):
     first = math.sqrt(r) * B_a2 * B_b * B_x1 / q + m * b_tilde
     second = math.sqrt(math.log(m)) / math.sqrt(B_b * B_G) + 1 / (B_x1 * q)
     got = theory.theorem_3_12_terms(
-        r, p, gamma, B_G, B_a1, B_a2, B_b, B_x1, eps, delta, b_tilde=b_tilde
+        r,
+        p,
+        gamma=gamma,
+        B_G=B_G,
+        B_a1=B_a1,
+        B_a2=B_a2,
+        B_b=B_b,
+        B_x1=B_x1,
+        eps=eps,
+        delta=delta,
+        b_tilde=b_tilde,
     )
     assert got["log10_m"] == pytest.approx(math.log10(m), rel=1e-12)
     assert got["log10_T"] == pytest.approx(math.log10(first * second / eps), rel=1e-12)
@@ -109,5 +119,15 @@ def test_theorem_3_12_terms_against_the_plain_formulas(b_tilde):
         with pytest.raises(
             ValueError, match=rf"^parameter '{name}' = 0 is not allowed: it must be > 0$"
         ):
-            theory.theorem_3_12_terms(r, args["p"], gamma, args["B_G"], B_a1, B_a2, B_b, B_x1,
-                                      args["eps"], args["delta"])  # fmt: skip
+            theory.theorem_3_12_terms(
+                r,
+                args["p"],
+                gamma=gamma,
+                B_G=args["B_G"],
+                B_a1=B_a1,
+                B_a2=B_a2,
+                B_b=B_b,
+                B_x1=B_x1,
+                eps=args["eps"],
+                delta=args["delta"],
+            )

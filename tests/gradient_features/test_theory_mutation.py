@@ -31,6 +31,9 @@ def _plain_terms(r, p, gamma, B_G, B_a1, B_a2, B_b, B_x1, eps, delta, b_tilde=0.
     return math.log10(m), math.log10(first * second / eps)
 
 
+NAMES = ("gamma", "B_G", "B_a1", "B_a2", "B_b", "B_x1", "eps", "delta")
+
+
 @pytest.mark.parametrize(
     "args",
     [
@@ -43,7 +46,8 @@ def _plain_terms(r, p, gamma, B_G, B_a1, B_a2, B_b, B_x1, eps, delta, b_tilde=0.
 )
 def test_theorem_3_12_terms_small_m_and_the_default_b_tilde(args):
     log_m, log_T = _plain_terms(*args)
-    got = theory.theorem_3_12_terms(*args)  # b_tilde left at its default, 0
+    r, p, *rest = args
+    got = theory.theorem_3_12_terms(r, p, **dict(zip(NAMES, rest)))  # b_tilde at its default, 0
     assert got["log10_m"] == pytest.approx(log_m, rel=1e-12)
     assert got["log10_T"] == pytest.approx(log_T, rel=1e-12)
 
@@ -53,7 +57,9 @@ def test_theorem_3_12_terms_beyond_float_range_without_b_tilde():
     # past the largest float; with b_tilde = 0, 10^log_m must not be formed. In logs, with
     # B_a2 = B_b = B_G = B_x1 = 1: log10 first = log10(sqrt 2) - log10(m p) / 4, and the second
     # factor is sqrt(ln m) + (m p)^(-1/4)
-    got = theory.theorem_3_12_terms(2, 1e-300, 0.01, 1.0, 1.0, 1.0, 1.0, 1.0, 0.01, 0.1)
+    got = theory.theorem_3_12_terms(
+        2, 1e-300, gamma=0.01, B_G=1.0, B_a1=1.0, B_a2=1.0, B_b=1.0, B_x1=1.0, eps=0.01, delta=0.1
+    )
     log_mp = math.log10(16e8 + math.log(20) ** 2)  # 1/sqrt(0.1) is 1e-309 of m
     log_m = 300 + log_mp
     assert log_m > math.log10(np.finfo(np.float64).max)

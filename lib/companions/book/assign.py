@@ -554,10 +554,10 @@ _OS_ERRORS = {
 def _execute(
     submission: Path,
     scratch: Path,
+    *,
     time_limit: float,
     memory: int,
     dry_run: int | None = None,
-    *,
     sandboxed: bool = True,
     processes: int | None = None,
 ) -> list[str]:
@@ -809,9 +809,9 @@ class Grader:
         errors += _execute(
             submission.resolve(),
             scratch,
-            self.time_limit,
-            self.memory,
-            self.dry_run,
+            time_limit=self.time_limit,
+            memory=self.memory,
+            dry_run=self.dry_run,
             sandboxed=self.sandbox,
             processes=self.processes,
         )

@@ -141,6 +141,7 @@ def default_out_dir(chapter_id: str, scale: str) -> Path:
 def execute_chapter(
     chapter_id: str,
     scale: str | None,
+    *,
     out_dir: str | Path,
     device: str = "auto",
     seed: int = 0,
@@ -328,7 +329,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         executed, ledger_path = execute_chapter(
             args.chapter,
             cfg.scale,
-            out_dir,
+            out_dir=out_dir,
             device=args.device,
             seed=args.seed,
             params=params,

@@ -22,7 +22,9 @@ def _build():
     g = torch.Generator().manual_seed(0)
 
     def step():
-        training.train(S, eps, nsr, PER_CALL, g, log_every=10**9, progress=False)
+        training.train(
+            S, eps, nsr=nsr, steps=PER_CALL, generator=g, log_every=10**9, progress=False
+        )
 
     return step
 

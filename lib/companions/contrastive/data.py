@@ -147,6 +147,7 @@ def sample_latents(
 def sample_batch(
     M: torch.Tensor,
     probs: torch.Tensor,
+    *,
     sigma: torch.Tensor,
     K: int,
     L: int,
@@ -208,6 +209,7 @@ class PairMoments:
 def pair_moments(
     M: torch.Tensor,
     probs: torch.Tensor,
+    *,
     sigma: torch.Tensor,
     pairs: int,
     L: int,
@@ -235,7 +237,9 @@ def pair_moments(
     done = 0
     for start in progress(range(0, pairs, chunk), desc=f"moments of {pairs} pairs"):
         n = min(chunk, pairs - start)
-        b = sample_batch(M, probs, sigma, n, L, mag_low, q, generator, pooled=True)
+        b = sample_batch(
+            M, probs, sigma=sigma, K=n, L=L, mag_low=mag_low, q=q, generator=generator, pooled=True
+        )
         ux, uy = L * b.x[0], L * b.y[0]  # u = sum of tokens = L * token mean
         px, py = ux @ M[0], uy @ M[0]  # <u, M_j> for every feature j
         acc += (py.T @ px).cpu()

@@ -80,7 +80,15 @@ def gradient_scale(
     probs = cdata.activation_probs(eps, s.p0).expand(batches, -1)
     sigma = torch.full((batches,), math.sqrt(nsr / s.d1), dtype=torch.float64)
     batch = cdata.sample_batch(
-        M, probs, sigma, s.K, s.L, s.mag_low, s.token_q, g_data, pooled=s.pooled
+        M,
+        probs,
+        sigma=sigma,
+        K=s.K,
+        L=s.L,
+        mag_low=s.mag_low,
+        q=s.token_q,
+        generator=g_data,
+        pooled=s.pooled,
     )
     g, _, _ = tr.gradient(W, torch.zeros(batches, s.m, dtype=torch.float64), batch, s)
     pop = th.population_gradient(W, M, kap, s.n_neg, s.c_tau)
@@ -105,9 +113,9 @@ def rate_slopes(hist, start: float = 0.2) -> torch.Tensor:
 def t1_sweep(
     s: tr.Setup,
     eps_min: float,
+    *,
     nsr: float,
     d1_values,
-    *,
     generator_of,
     runs: int = 2,
     mc_runs: int = 200,
@@ -130,20 +138,20 @@ def t1_sweep(
         mc, mc_sd = th.predicted_t1_mc(
             kap,
             d1,
-            s1.m,
-            s1.eta,
-            s1.lam,
-            s1.n_neg,
-            s1.c_tau,
+            m=s1.m,
+            eta=s1.eta,
+            lam=s1.lam,
+            n_neg=s1.n_neg,
+            c_tau=s1.c_tau,
             runs=mc_runs,
             generator=generator_of(30 + d1),
         )
         h = tr.train(
             s1,
             torch.full((runs,), eps_min, dtype=torch.float64),
-            torch.full((runs,), nsr, dtype=torch.float64),
-            int(1.4 * energy) + 5,
-            generator_of(20 + d1),
+            nsr=torch.full((runs,), nsr, dtype=torch.float64),
+            steps=int(1.4 * energy) + 5,
+            generator=generator_of(20 + d1),
             device=device,
             dtype=dtype,
             log_every=1,
@@ -183,9 +191,9 @@ def arm_statistics(hist, s: tr.Setup, *, test_pairs, train_pairs, test_seed, chu
     cos_te, _, mse, r2m = cmet.evaluate_runs(
         hist,
         s,
-        slice(0, len(hist.W)),
-        test_pairs,
-        train_pairs,
+        runs=slice(0, len(hist.W)),
+        test_pairs=test_pairs,
+        train_pairs=train_pairs,
         test_seed=test_seed,
         chunk=chunk,
         device=device,
@@ -206,10 +214,10 @@ def sweep_arms(s: tr.Setup, eps_min, nsr, steps: int, generator_of, *, arms: dic
         h = tr.train_chunked(
             s,
             eps_min,
-            nsr,
-            steps,
-            generator_of(),
-            kw["chunk"],
+            nsr=nsr,
+            steps=steps,
+            generator=generator_of(),
+            chunk=kw["chunk"],
             device=kw.get("device", "cpu"),
             dtype=kw.get("dtype", torch.float32),
             log_every=kw.get("log_every", 10),
@@ -232,10 +240,10 @@ def sweep_arms(s: tr.Setup, eps_min, nsr, steps: int, generator_of, *, arms: dic
 def width_sweep(
     s: tr.Setup,
     widths,
+    *,
     eps_min: float,
     nsr: float,
     steps: int,
-    *,
     repeats: int,
     alpha: float,
     every: int,
@@ -253,13 +261,13 @@ def width_sweep(
     for m in widths:
         sm = dataclasses.replace(s, m=m)
         em = torch.full((repeats,), eps_min, dtype=torch.float64)
-        hook = pr.Pruner(alpha, "magnitude", every=every, log_every=5)
+        hook = pr.Pruner(alpha=alpha, rule="magnitude", every=every, log_every=5)
         h = tr.train(
             sm,
             em,
-            torch.full_like(em, nsr),
-            steps,
-            generator_of(m),
+            nsr=torch.full_like(em, nsr),
+            steps=steps,
+            generator=generator_of(m),
             device=device,
             dtype=dtype,
             masks=hook,

@@ -79,7 +79,15 @@ def embed_pairs(hist, s, n: int, generator: torch.Generator):
     feature space identical", [001] Experiment 3)."""
     M = hist.M.to(hist.W.dtype)
     batch = cdata.sample_batch(
-        M, hist.probs, hist.sigma, n, s.L, s.mag_low, s.token_q, generator, pooled=s.pooled
+        M,
+        hist.probs,
+        sigma=hist.sigma,
+        K=n,
+        L=s.L,
+        mag_low=s.mag_low,
+        q=s.token_q,
+        generator=generator,
+        pooled=s.pooled,
     )
     hx = cmodel.features(hist.W, batch.x, hist.b_final, s.L, s.att_scale)
     hy = cmodel.features(hist.W, batch.y, hist.b_final, s.L, s.att_scale)
@@ -107,7 +115,7 @@ def regression_target(z: torch.Tensor, target: str = "mean") -> torch.Tensor:
 
 
 def regression_mse(
-    h_train, z_train, h_test, z_test, n_maj: int, ridge: float = 1e-6, target: str = "mean"
+    h_train, z_train, *, h_test, z_test, n_maj: int, ridge: float = 1e-6, target: str = "mean"
 ):
     """Figure 5: ridge least squares from ``f(X)`` (plus intercept) to ``y = mean_l z^(l)``, per
     run. Returns ``(mse_all (R,), one_minus_r2_minority (R,))`` on the test pairs."""
@@ -136,6 +144,7 @@ def regression_mse(
 def evaluate_runs(
     hist,
     s,
+    *,
     runs,
     test_pairs: int,
     train_pairs: int,
@@ -170,7 +179,7 @@ def evaluate_runs(
             train_pairs,
             torch.Generator(device=device).manual_seed(test_seed + 10_000_019 + k),
         )
-        mse, r2 = regression_mse(htr, ztr, hx, zx, s.n_maj, target=target)
+        mse, r2 = regression_mse(htr, ztr, h_test=hx, z_test=zx, n_maj=s.n_maj, target=target)
         outs.append(torch.stack([cos, zero, mse, r2]).cpu())
     return tuple(torch.cat(outs, dim=1))
 

@@ -33,6 +33,7 @@ def brelu(s: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 def init_weights(
     runs: int,
     m: int,
+    *,
     d1: int,
     sigma0: float,
     generator: torch.Generator,
@@ -133,6 +134,7 @@ class BiasSchedule:
         self,
         runs: int,
         m: int,
+        *,
         d: int,
         eta: float,
         c_b: float,

@@ -189,6 +189,7 @@ class Pruner:
 
     def __init__(
         self,
+        *,
         alpha: float = 0.1,
         rule: str = "magnitude",
         start: int = 0,
@@ -305,6 +306,7 @@ def first_order_logit_change(P: torch.Tensor, dS: torch.Tensor) -> torch.Tensor:
 def logit_effect(
     hist,
     s: ctrain.Setup,
+    *,
     pruned: torch.Tensor,
     feature: torch.Tensor,
     batches: int,
@@ -366,7 +368,15 @@ def logit_effect(
         offdiag = offdiag & losses.negative_mask(s.K, s.n_neg)
     for _ in range(batches):
         batch = cdata.sample_batch(
-            M, hist.probs, hist.sigma, s.K, s.L, s.mag_low, s.token_q, generator, pooled=s.pooled
+            M,
+            hist.probs,
+            sigma=hist.sigma,
+            K=s.K,
+            L=s.L,
+            mag_low=s.mag_low,
+            q=s.token_q,
+            generator=generator,
+            pooled=s.pooled,
         )
         hx = cmodel.features(W, batch.x, b, s.L, s.att_scale)
         hy = cmodel.features(W, batch.y, b, s.L, s.att_scale)

@@ -248,7 +248,7 @@ def figure_loss(hist, runs: int, K: int):
     return fig
 
 
-def _errorbars(ax, eps, mu, sd, nsr, color_of, ls="-", offset=0.0, label=""):
+def _errorbars(ax, eps, *, mu, sd, nsr, color_of, ls="-", offset=0.0, label=""):
     for k, nv in enumerate(nsr):
         ax.errorbar(
             np.asarray(eps, dtype=float) * (1 + offset),
@@ -270,7 +270,7 @@ def figure_sweeps(panels):
     fig, axes = plots.subplots(1, len(panels), width=3.3, height=3.2)
     for ax, (vals, cidx, eg, ng, title) in zip(axes[0], panels):
         mu, sd = (x.view(len(eg), len(ng)) for x in by_config(vals, cidx, len(eg) * len(ng)))
-        _errorbars(ax, eg, mu, sd, ng, plots.color)
+        _errorbars(ax, eg, mu=mu, sd=sd, nsr=ng, color_of=plots.color)
         ax.set(xlabel=r"$\epsilon_{\min}$", title=title)
         ax.legend(fontsize=7)
     fig.tight_layout()
@@ -378,10 +378,10 @@ def figure_pruning_sweeps(stats: dict, config_index, eps_grid, nsr_grid, repeats
             _errorbars(
                 ax,
                 eps_grid,
-                mu,
-                sd if repeats > 1 else torch.zeros_like(sd),
-                nsr_grid,
-                lambda q, k=k: plots.color(k),
+                mu=mu,
+                sd=sd if repeats > 1 else torch.zeros_like(sd),
+                nsr=nsr_grid,
+                color_of=lambda q, k=k: plots.color(k),
                 ls=("-", "--"),
                 offset=0.02 * (k - 1),
                 label=f"{name}, ",

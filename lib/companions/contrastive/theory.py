@@ -84,6 +84,7 @@ T1_MC_MAX_STEPS = 10**7
 def predicted_t1_mc(
     kappas,
     d1: int,
+    *,
     m: int,
     eta: float,
     lam: float,
@@ -213,7 +214,7 @@ def n_i_exact(d: int, rho: float, gamma: float) -> float:
 
 
 def stage2_time(
-    kappa_j, eta: float, lam: float, n_neg: int, d: int, c_b: float, c_tau: float = 1.0
+    kappa_j, eta: float, *, lam: float, n_neg: int, d: int, c_b: float, c_tau: float = 1.0
 ):
     """Steps for a lucky neuron of feature ``j`` to grow from the bias level
     ``c_b sqrt(2 log d/d) ||w||`` to ``sqrt(d) ||w||`` at the stage-1 rate (the argument of

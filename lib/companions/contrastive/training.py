@@ -176,6 +176,7 @@ class History:
 def train(
     s: Setup,
     eps_min: torch.Tensor,
+    *,
     nsr: torch.Tensor,
     steps: int,
     generator: torch.Generator,
@@ -215,35 +216,47 @@ def train(
     probs = cdata.activation_probs(eps, s.p0)
     sigma = (nsr.to(torch.float64) / s.d1).sqrt()
     M = cdata.dictionary(R, s.d1, s.d, generator, dtype, device)
-    W = cmodel.init_weights(R, s.m, s.d1, s.sigma0, generator, dtype, device)
+    W = cmodel.init_weights(
+        R, s.m, d1=s.d1, sigma0=s.sigma0, generator=generator, dtype=dtype, device=device
+    )
     sched = cmodel.BiasSchedule(
-        R, s.m, s.d, s.eta, s.c_b, s.t1_rule, s.t1_steps, dtype, device, post_t2=s.post_t2
+        R,
+        s.m,
+        d=s.d,
+        eta=s.eta,
+        c_b=s.c_b,
+        t1_rule=s.t1_rule,
+        t1_steps=s.t1_steps,
+        dtype=dtype,
+        device=device,
+        post_t2=s.post_t2,
     )
     hist = History(W0=W.cpu().clone(), M=M.cpu())
     return _run(
         s,
         hist,
-        W,
-        M,
-        sched,
-        eps,
-        probs,
-        sigma,
-        0,
-        steps,
-        generator,
-        device,
-        log_every,
-        progress,
-        desc,
-        masks,
-        draw_on_device,
+        W=W,
+        M=M,
+        sched=sched,
+        eps=eps,
+        probs=probs,
+        sigma=sigma,
+        t0=0,
+        steps=steps,
+        generator=generator,
+        device=device,
+        log_every=log_every,
+        progress=progress,
+        desc=desc,
+        masks=masks,
+        draw_on_device=draw_on_device,
     )
 
 
 def resume(
     s: Setup,
     checkpoint: History,
+    *,
     steps: int,
     generator: torch.Generator,
     device="cpu",
@@ -272,27 +285,28 @@ def resume(
     return _run(
         s,
         hist,
-        W,
-        M,
-        sched,
-        checkpoint.eps,
-        checkpoint.probs,
-        checkpoint.sigma,
-        t0,
-        steps,
-        generator,
-        device,
-        log_every,
-        progress,
-        desc,
-        masks,
-        draw_on_device,
+        W=W,
+        M=M,
+        sched=sched,
+        eps=checkpoint.eps,
+        probs=checkpoint.probs,
+        sigma=checkpoint.sigma,
+        t0=t0,
+        steps=steps,
+        generator=generator,
+        device=device,
+        log_every=log_every,
+        progress=progress,
+        desc=desc,
+        masks=masks,
+        draw_on_device=draw_on_device,
     )
 
 
 def _run(
     s,
     hist,
+    *,
     W,
     M,
     sched,
@@ -326,7 +340,15 @@ def _run(
     bar = progress_bar(range(t0, t0 + steps), desc=desc, disable=not progress, mininterval=1.0)
     for t in bar:
         batch = cdata.sample_batch(
-            M, probs, sigma, s.K, s.L, s.mag_low, s.token_q, generator, pooled=s.pooled
+            M,
+            probs,
+            sigma=sigma,
+            K=s.K,
+            L=s.L,
+            mag_low=s.mag_low,
+            q=s.token_q,
+            generator=generator,
+            pooled=s.pooled,
         )
         mask = masks(t, W, M) if masks is not None else None
         g, loss, _ = gradient(W, sched.b, batch, s, mask)
@@ -341,7 +363,15 @@ def _run(
         W = W_new
     bar.close()
     batch = cdata.sample_batch(
-        M, probs, sigma, s.K, s.L, s.mag_low, s.token_q, generator, pooled=s.pooled
+        M,
+        probs,
+        sigma=sigma,
+        K=s.K,
+        L=s.L,
+        mag_low=s.mag_low,
+        q=s.token_q,
+        generator=generator,
+        pooled=s.pooled,
     )
     record(t0 + steps, batch_loss(W, sched.b, batch, s))
     hist.t1, hist.t2, hist.W, hist.b_final = sched.t1.cpu(), sched.t2.cpu(), W.cpu(), sched.b.cpu()
@@ -353,6 +383,7 @@ def _run(
 def train_chunked(
     s: Setup,
     eps_min,
+    *,
     nsr,
     steps,
     generator,
@@ -371,9 +402,9 @@ def train_chunked(
         train(
             s,
             eps_min[i : i + chunk],
-            nsr[i : i + chunk],
-            steps,
-            generator,
+            nsr=nsr[i : i + chunk],
+            steps=steps,
+            generator=generator,
             masks=hook,
             desc=desc
             if len(starts) == 1

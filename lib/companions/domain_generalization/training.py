@@ -91,7 +91,7 @@ def train_gated(
     history = fit(
         loss_fn,
         [w],
-        steps,
+        steps=steps,
         lr=lr,
         optimizer="adam",
         log_every=max(1, steps // 50),
@@ -153,7 +153,7 @@ def train_two_d(
     history = fit(
         loss_fn,
         [A, u, b],
-        steps,
+        steps=steps,
         lr=lr,
         optimizer="sgd",
         log_every=max(1, steps // 50),

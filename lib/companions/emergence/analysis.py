@@ -80,6 +80,7 @@ def epsilon_e(dist, m: int, delta: float = 0.1) -> float:
 def probes(
     p: Params,
     X: torch.Tensor,
+    *,
     y: torch.Tensor,
     Xt: torch.Tensor,
     yt: torch.Tensor,
@@ -96,7 +97,7 @@ def probes(
     and data (a leading axis; ``generator``: a list) give one such dict per network."""
     F, Ft = features(p, X), features(p, Xt)
     a, _ = baselines.train_linear_head(
-        F, y, steps, batch, generator, lr=lr, progress=progress, desc=desc
+        F, y, steps=steps, batch=batch, generator=generator, lr=lr, progress=progress, desc=desc
     )
     out_train, out_test = baselines.linear(F, a), baselines.linear(Ft, a)
     if F.dim() == 2:
@@ -145,6 +146,7 @@ def mean_se_text(mean: float, se: float, n: int, digits: int = 4) -> str:
 def first_steps_stats(
     d: int,
     D: int,
+    *,
     k: int,
     p_o,
     m: int,
@@ -167,17 +169,19 @@ def first_steps_stats(
     from companions.emergence import network as net
 
     gen = torch.Generator().manual_seed(10 + 1000 * seed)
-    dist = em_data.parity_mixture(d, D, k, Fraction(p_o).limit_denominator(1000), gen)
+    dist = em_data.parity_mixture(
+        d, D, k=k, p_o=Fraction(p_o).limit_denominator(1000), generator=gen
+    )
     x, y, _ = dist.sample(n, gen, device=device)
     xt, yt, _ = dist.sample(n_test, gen, device=device)
     sched = net.schedule(schedule, k, m, dist.sigma, float(dist.gamma), 600)
     p0 = net.symmetric_init(
         m,
         d,
-        k,
-        dist.sigma,
-        float(dist.gamma),
-        torch.Generator().manual_seed(11 + 1000 * seed),
+        k=k,
+        sigma_tilde=dist.sigma,
+        gamma=float(dist.gamma),
+        generator=torch.Generator().manual_seed(11 + 1000 * seed),
         device=device,
     )
     p1, p2 = net.first_two_steps(p0, x, y, sched)
@@ -197,7 +201,7 @@ def first_steps_stats(
     }
     for name, p in (("one", p1), ("two", p2)):
         g = torch.Generator().manual_seed(20 + 1000 * seed + (name == "two"))
-        pr = probes(p, x, y, xt, yt, probe_steps, 1000, g)
+        pr = probes(p, x, y=y, Xt=xt, yt=yt, steps=probe_steps, batch=1000, generator=g)
         out[f"{name}_std_test"] = pr["standardised"]["test"]
         out[f"{name}_raw_train"] = pr["raw"]["train"]
         out[f"{name}_raw_test"] = pr["raw"]["test"]
@@ -207,6 +211,7 @@ def first_steps_stats(
 def lemma_a18_drift(
     d: int,
     D: int,
+    *,
     k: int,
     m: int,
     n: int,
@@ -239,16 +244,16 @@ def lemma_a18_drift(
     from companions.emergence import network as net
 
     gen = torch.Generator().manual_seed(10 + 1000 * seed)
-    dist = em_data.parity_mixture(d, D, k, Fraction(1, 2), gen)
+    dist = em_data.parity_mixture(d, D, k=k, p_o=Fraction(1, 2), generator=gen)
     x, y, _ = dist.sample(n, gen, device=device)
     sched = net.schedule("A.214", k, m, dist.sigma, float(dist.gamma), steps)
     p0 = net.symmetric_init(
         m,
         d,
-        k,
-        dist.sigma,
-        float(dist.gamma),
-        torch.Generator().manual_seed(11 + 1000 * seed),
+        k=k,
+        sigma_tilde=dist.sigma,
+        gamma=float(dist.gamma),
+        generator=torch.Generator().manual_seed(11 + 1000 * seed),
         device=device,
     )
     _, p2 = net.first_two_steps(p0, x, y, sched)
@@ -282,10 +287,10 @@ def lemma_a18_drift(
     p, _ = net.train_late(
         p2,
         x,
-        y,
-        steps,
-        batch,
-        torch.Generator().manual_seed(12 + 1000 * seed),
+        y=y,
+        steps=steps,
+        batch=batch,
+        generator=torch.Generator().manual_seed(12 + 1000 * seed),
         optimizer="theory",
         lr=eta,
         lam=lam,

@@ -35,6 +35,7 @@ from companions.train import progress as progress_bar
 def train_linear_head(
     F: torch.Tensor,
     y: torch.Tensor,
+    *,
     steps: int,
     batch: int,
     generator: torch.Generator,
@@ -107,6 +108,7 @@ class Linearised:
 def train_ntk(
     p0: Params,
     X: torch.Tensor,
+    *,
     y: torch.Tensor,
     steps: int,
     batch: int,

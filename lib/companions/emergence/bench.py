@@ -20,10 +20,19 @@ def _build():
     g = torch.Generator().manual_seed(0)
     X = torch.randn(cfg.n, cfg.d, generator=g, dtype=torch.float64)
     y = torch.where(torch.rand(cfg.n, generator=g) < 0.5, -1.0, 1.0).to(torch.float64)
-    p = net.symmetric_init(cfg.m, cfg.d, cfg.k, 1.0, 0.5, g)
+    p = net.symmetric_init(cfg.m, cfg.d, k=cfg.k, sigma_tilde=1.0, gamma=0.5, generator=g)
 
     def step():
-        net.train_late(p, X, y, PER_CALL, cfg.batch, g, eval_every=10**9, progress=False)
+        net.train_late(
+            p,
+            X,
+            y=y,
+            steps=PER_CALL,
+            batch=cfg.batch,
+            generator=g,
+            eval_every=10**9,
+            progress=False,
+        )
 
     return step
 

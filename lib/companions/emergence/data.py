@@ -197,7 +197,7 @@ def _check(d, D, k):
 
 
 def parity_mixture(
-    d: int, D: int, k: int, p_o, generator: torch.Generator, A=None, M=None
+    d: int, D: int, *, k: int, p_o, generator: torch.Generator, A=None, M=None
 ) -> Distribution:
     """The mixture D_A^mix = p_o D^(0) + (1 - p_o) D^(1) of the proof of Theorem 2.2 (Section A.5),
     also the main simulation of Section A.7.1: P = odd numbers (parity labels), D^(0) uniform on
@@ -219,6 +219,7 @@ def parity_mixture(
 def interval(
     d: int,
     D: int,
+    *,
     k: int,
     generator: torch.Generator,
     p_A=Fraction(2, 3),

@@ -49,6 +49,7 @@ def _seed_of(value, s: int):
 def run_methods(
     dist,
     x,
+    *,
     y,
     evals: dict,
     m: int,
@@ -99,7 +100,14 @@ def run_methods(
     sigma, k = dists[0].sigma, dists[0].k
     inits = [
         net.symmetric_init(
-            m, d_.d, k, sigma, gamma, torch.Generator().manual_seed(s_), dtype=dtype, device=device
+            m,
+            d_.d,
+            k=k,
+            sigma_tilde=sigma,
+            gamma=gamma,
+            generator=torch.Generator().manual_seed(s_),
+            dtype=dtype,
+            device=device,
         )
         for d_, s_ in zip(dists, seeds)
     ]
@@ -134,10 +142,10 @@ def run_methods(
             p, hist = net.train_late(
                 p2_late,
                 x_late,
-                y_late,
-                steps,
-                batch,
-                g,
+                y=y_late,
+                steps=steps,
+                batch=batch,
+                generator=g,
                 optimizer="theory" if theory else "adam",
                 lr=sched["late"]["eta"] if theory else lr,
                 eval_every=eval_every,
@@ -152,9 +160,9 @@ def run_methods(
             a, hist = baselines.train_linear_head(
                 net.features(p0_late, x_late),
                 y_late,
-                steps,
-                batch,
-                g,
+                steps=steps,
+                batch=batch,
+                generator=g,
                 lr=lr,
                 eval_every=eval_every,
                 desc="RF",
@@ -167,10 +175,10 @@ def run_methods(
             model, hist = baselines.train_ntk(
                 p0_late,
                 x_late,
-                y_late,
-                steps,
-                batch,
-                g,
+                y=y_late,
+                steps=steps,
+                batch=batch,
+                generator=g,
                 lr=lr,
                 eval_every=eval_every,
                 evaluate=lambda mod: {"test": _acc(mod(xe), ye)},
@@ -181,7 +189,13 @@ def run_methods(
             res.update(curve=hist, cos=[math.nan] * len(seeds) if stacked else math.nan)
         else:  # "one-step" or "two-step" (the methods are checked above)
             res = _probe_method(
-                p1 if method == "one-step" else p2, x, y, evals, probe_steps, batch, g
+                p1 if method == "one-step" else p2,
+                x,
+                y=y,
+                evals=evals,
+                probe_steps=probe_steps,
+                batch=batch,
+                g=g,
             )
             res.update(cos=max_cos((p1 if method == "one-step" else p2).W))
         out[method] = res
@@ -191,7 +205,7 @@ def run_methods(
     return [{key: _seed_of(value, s) for key, value in out.items()} for s in range(len(seeds))]
 
 
-def _probe_method(p, x, y, evals, probe_steps, batch, g) -> dict:
+def _probe_method(p, x, *, y, evals, probe_steps, batch, g) -> dict:
     """One Step / Two Step on the frozen first layer ``p``: the standardised probe on every
     evaluation set, the raw reading (:func:`analysis.probes`) when ``probe_steps``, and the number
     of features with a spread (kept by the standardised probe); lists per network when stacked."""
@@ -219,7 +233,7 @@ def _probe_method(p, x, y, evals, probe_steps, batch, g) -> dict:
                 baselines.standardised_probe(Fs, ys, Fo, part(yo, s))["test"]
             )
     if probe_steps:
-        raw = analysis.probes(p, x, y, xe, ye, probe_steps, batch, g)
+        raw = analysis.probes(p, x, y=y, Xt=xe, yt=ye, steps=probe_steps, batch=batch, generator=g)
         raws = raw if stacked else [raw]
         res["raw_train"] = [r["raw"]["train"] for r in raws]
         res["raw_test"] = [r["raw"]["test"] for r in raws]
@@ -296,13 +310,14 @@ PAPER_TABLES = {
 }
 
 
-#: The source's sizes of Tables A.1-A.5 (Section A.7): the parity tables' d, D, k, m, n, T, and the
-#: interval labeling's D, k, m, T; the sizes each table varies are in :func:`table_configurations`.
 #: The most bytes of samples (both sets, structured and structure-free) whose seeds
 #: :func:`repeated_table_runs` trains stacked; more seeds are trained in turn. At the source's
 #: d = 2000 one seed's samples take 1.9 GB (float64), so five stacked would pass the 8 GiB the
 #: paper dry run allows a process.
 STACK_BYTES = 2**30
+
+#: The source's sizes of Tables A.1-A.5 (Section A.7): the parity tables' d, D, k, m, n, T, and the
+#: interval labeling's D, k, m, T; the sizes each table varies are in :func:`table_configurations`.
 SOURCE_SIZES = dict(d=500, D=100, k=5, m=300, n=50_000, steps=600)
 SOURCE_INTERVAL = dict(D=100, k=30, m=100, steps=200)
 
@@ -335,13 +350,13 @@ def table_configurations(
     same = dict(d=d, D=D, k=k, m=m, n=n, steps=steps) == SOURCE_SIZES
 
     def parity(d_):
-        return lambda g: em_data.parity_mixture(d_, D, k, half, g)
+        return lambda g: em_data.parity_mixture(d_, D, k=k, p_o=half, generator=g)
 
     def interval(g):
         lo = (2 * interval_k) // 3
-        return em_data.interval(d, interval_D, interval_k, g, lo=lo, hi=interval_k)
+        return em_data.interval(d, interval_D, k=interval_k, generator=g, lo=lo, hi=interval_k)
 
-    def config(source, make, n_=n, m_=m, steps_=steps, ratio=None, weighted=False, at=same):
+    def config(source, make, *, n_=n, m_=m, steps_=steps, ratio=None, weighted=False, at=same):
         return dict(
             source=source,
             make=make,
@@ -380,6 +395,7 @@ def table_configurations(
 def run_tables(
     configs: dict,
     n_test: int,
+    *,
     batch: int,
     seeds: int,
     seed: int = 0,
@@ -398,12 +414,12 @@ def run_tables(
         out[label] = repeated_table_runs(
             c["make"],
             c["n"],
-            n_test,
-            c["m"],
-            c["steps"],
-            batch,
-            seeds,
-            seed,
+            n_test=n_test,
+            m=c["m"],
+            steps=c["steps"],
+            batch=batch,
+            seeds=seeds,
+            seed=seed,
             device=device,
             negative_fraction=c["negative_fraction"],
             probe_steps=probe_steps,
@@ -445,6 +461,7 @@ def sample_with_ratio(
 def table_run(
     dist,
     free,
+    *,
     n: int,
     n_test: int,
     m: int,
@@ -463,15 +480,23 @@ def table_run(
     in both cases (without structure gamma can be 0, where sigma_a is undefined). Returns per method
     ``(train, test, cos)`` and, for the probes, the raw reading's ``(train, test)``.
     ``train_dtype``: as in :func:`run_methods`."""
-    data = _table_data(dist, free, n, n_test, seed, negative_fraction, device)
+    data = _table_data(
+        dist,
+        free,
+        n=n,
+        n_test=n_test,
+        seed=seed,
+        negative_fraction=negative_fraction,
+        device=device,
+    )
     sizes = dict(m=m, steps=steps, batch=batch, probe_steps=probe_steps)
     return _table_runs(
-        [dist], [free], [data], [seed], **sizes, progress=progress,
+        [dist], [free], data=[data], seeds=[seed], **sizes, progress=progress,
         class_weighted=class_weighted, train_dtype=train_dtype,
     )[0]  # fmt: skip
 
 
-def _table_data(dist, free, n, n_test, seed, negative_fraction, device) -> tuple:
+def _table_data(dist, free, *, n, n_test, seed, negative_fraction, device) -> tuple:
     """A table run's samples, drawn in this order with ``Generator(seed)``: training and test
     sets of ``dist``, then of ``free``."""
     gen = torch.Generator().manual_seed(seed)
@@ -485,9 +510,9 @@ def _table_data(dist, free, n, n_test, seed, negative_fraction, device) -> tuple
 def _table_runs(
     dists,
     frees,
+    *,
     data,
     seeds,
-    *,
     m,
     steps,
     batch,
@@ -511,12 +536,12 @@ def _table_runs(
     res = run_methods(
         dists[0] if one else dists,
         x,
-        y,
-        {"test": (xt, yt)},
-        m,
-        steps,
-        batch,
-        seeds[0] + 7 if one else [s_ + 7 for s_ in seeds],
+        y=y,
+        evals={"test": (xt, yt)},
+        m=m,
+        steps=steps,
+        batch=batch,
+        generator_seed=seeds[0] + 7 if one else [s_ + 7 for s_ in seeds],
         methods=("network", "rf", "ntk", "one-step", "two-step"),
         probe_steps=probe_steps,
         **common,
@@ -524,12 +549,12 @@ def _table_runs(
     res_f = run_methods(
         frees[0] if one else frees,
         xf,
-        yf,
-        {"test": (xft, yft)},
-        m,
-        steps,
-        batch,
-        seeds[0] + 7 if one else [s_ + 7 for s_ in seeds],
+        y=yf,
+        evals={"test": (xft, yft)},
+        m=m,
+        steps=steps,
+        batch=batch,
+        generator_seed=seeds[0] + 7 if one else [s_ + 7 for s_ in seeds],
         methods=("network",),
         gamma=float(dists[0].gamma),
         **common,
@@ -561,6 +586,7 @@ def _table_result(res: dict, res_f: dict, yt: torch.Tensor, probe_steps) -> dict
 def fixed_feature_comparison(
     d: int,
     D: int,
+    *,
     k: int,
     m: int,
     n: int,
@@ -579,19 +605,19 @@ def fixed_feature_comparison(
     D^(0). Returns the :func:`run_methods` result with ``'kernel'`` (RBF) and ``'laplace'``
     (:func:`kernel_run`) added. ``train_dtype``: as in :func:`run_methods`."""
     gen = torch.Generator().manual_seed(10 + 1000 * seed)
-    dist = em_data.parity_mixture(d, D, k, Fraction(1, 2), gen)
+    dist = em_data.parity_mixture(d, D, k=k, p_o=Fraction(1, 2), generator=gen)
     x, y, _ = dist.sample(n, gen, device=device)
     xt, yt, _ = dist.sample(n_test, gen, device=device)
     xu, yu, _ = em_data.without_structure(dist).sample(n_test, gen, device=device)
     runs = run_methods(
         dist,
         x,
-        y,
-        {"test": (xt, yt), "uniform part": (xu, yu)},
-        m,
-        steps,
-        batch,
-        50 + 1000 * seed,
+        y=y,
+        evals={"test": (xt, yt), "uniform part": (xu, yu)},
+        m=m,
+        steps=steps,
+        batch=batch,
+        generator_seed=50 + 1000 * seed,
         methods=("network", "network-theory", "rf", "ntk"),
         eval_every=eval_every,
         progress=False,
@@ -627,6 +653,7 @@ def kernel_run(dist, x, y, test, uniform, kernel: str) -> dict:
 def structure_pair(
     d: int,
     D: int,
+    *,
     k: int,
     m: int,
     n: int,
@@ -646,19 +673,19 @@ def structure_pair(
     each, and the max cosine at initialisation on the twin. ``train_dtype``: as in
     :func:`run_methods`."""
     gen = torch.Generator().manual_seed(10 + 1000 * seed)
-    dist = em_data.parity_mixture(d, D, k, Fraction(1, 2), gen)
+    dist = em_data.parity_mixture(d, D, k=k, p_o=Fraction(1, 2), generator=gen)
     free = em_data.without_structure(dist)
     x, y, _ = free.sample(n, gen, device=device)
     xt, yt, _ = free.sample(n_test, gen, device=device)
     runs = run_methods(
         free,
         x,
-        y,
-        {"test": (xt, yt)},
-        m,
-        steps,
-        batch,
-        50 + 1000 * seed,
+        y=y,
+        evals={"test": (xt, yt)},
+        m=m,
+        steps=steps,
+        batch=batch,
+        generator_seed=50 + 1000 * seed,
         methods=("network", "rf", "ntk"),
         gamma=float(dist.gamma),
         eval_every=eval_every,
@@ -670,12 +697,12 @@ def structure_pair(
     ref = run_methods(
         dist,
         xs,
-        ys,
-        {"test": (xst, yst)},
-        m,
-        steps,
-        batch,
-        50 + 1000 * seed,
+        y=ys,
+        evals={"test": (xst, yst)},
+        m=m,
+        steps=steps,
+        batch=batch,
+        generator_seed=50 + 1000 * seed,
         methods=("network",),
         eval_every=eval_every,
         progress=False,
@@ -694,6 +721,7 @@ def structure_pair(
 def repeated_table_runs(
     make,
     n: int,
+    *,
     n_test: int,
     m: int,
     steps: int,
@@ -722,7 +750,15 @@ def repeated_table_runs(
         return (
             dist,
             free,
-            _table_data(dist, free, n, n_test, seed + 100 * s, negative_fraction, device),
+            _table_data(
+                dist,
+                free,
+                n=n,
+                n_test=n_test,
+                seed=seed + 100 * s,
+                negative_fraction=negative_fraction,
+                device=device,
+            ),
         )
 
     first = draw(0)
@@ -733,7 +769,7 @@ def repeated_table_runs(
         dists, frees, data = (list(col) for col in zip(*drawn))
         seed_of = [seed + 100 * s for s in range(start, start + len(drawn))]
         out += _table_runs(
-            dists, frees, data, seed_of, **sizes, progress=False,
+            dists, frees, data=data, seeds=seed_of, **sizes, progress=False,
             class_weighted=class_weighted, train_dtype=train_dtype,
         )  # fmt: skip
         first = drawn = dists = frees = data = None  # free the samples before the next stack
@@ -754,6 +790,7 @@ def mean_over_seeds(runs: list[dict]) -> dict:
 def weighting_pair(
     make,
     n: int,
+    *,
     n_test: int,
     m: int,
     steps: int,
@@ -775,12 +812,12 @@ def weighting_pair(
         res = run_methods(
             dist,
             x,
-            y,
-            {"test": (xt, yt)},
-            m,
-            steps,
-            batch,
-            seed,
+            y=y,
+            evals={"test": (xt, yt)},
+            m=m,
+            steps=steps,
+            batch=batch,
+            generator_seed=seed,
             methods=("network",),
             eval_every=max(steps // 10, 1),
             progress=False,

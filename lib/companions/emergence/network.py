@@ -50,6 +50,7 @@ class Params:
 def symmetric_init(
     m: int,
     d: int,
+    *,
     k: int,
     sigma_tilde: float,
     gamma: float,
@@ -199,6 +200,7 @@ def gradients(
 def gd_step(
     p: Params,
     X: torch.Tensor,
+    *,
     y: torch.Tensor,
     eta: float,
     lam_a: float,
@@ -247,8 +249,8 @@ def first_two_steps(
 ) -> tuple[Params, Params]:
     """The two large-weight-decay ("forgetful") steps on the batch ``(X, y)`` (or on an enumerated
     support with its probabilities as ``weights``): ``(theta^(1), theta^(2))``."""
-    p1 = gd_step(p0, X, y, **sched["step1"], weights=weights)
-    p2 = gd_step(p1, X, y, **sched["step2"], weights=weights)
+    p1 = gd_step(p0, X, y=y, **sched["step1"], weights=weights)
+    p2 = gd_step(p1, X, y=y, **sched["step2"], weights=weights)
     return p1, p2
 
 
@@ -278,6 +280,7 @@ def cosines(W: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
 def train_late(
     p2: Params,
     X: torch.Tensor,
+    *,
     y: torch.Tensor,
     steps: int,
     batch: int,

@@ -155,7 +155,7 @@ def train_needle(
         return loss, {"accuracy": float(acc)}
 
     history = fit(
-        loss_fn, model.parameters(), steps, lr=lr, log_every=25, desc=desc, progress=progress
+        loss_fn, model.parameters(), steps=steps, lr=lr, log_every=25, desc=desc, progress=progress
     )
     model.eval()
     return history

@@ -25,20 +25,29 @@ def _build():
     _, net1, X, y = gx.one_step(
         gdata.xor_mixture(cfg.d, cfg.sigma),
         cfg.seeds,
-        cfg.m,
-        n,
-        1.0,
-        1 / math.sqrt(cfg.d),
-        cfg.sigma,
-        cfg.eta1,
-        g,
-        torch.float32,
-        "cpu",
+        m=cfg.m,
+        n=n,
+        sigma_a=1.0,
+        sigma_w=1 / math.sqrt(cfg.d),
+        b_tilde=cfg.sigma,
+        eta1=cfg.eta1,
+        generator=g,
+        dtype=torch.float32,
+        device="cpu",
     )
 
     def step():
         nw.train(
-            net1, X, y, PER_CALL, cfg.lr, True, "adam", batch=cfg.batch, generator=g, progress=False
+            net1,
+            X,
+            y=y,
+            steps=PER_CALL,
+            lr=cfg.lr,
+            train_first_layer=True,
+            optimizer="adam",
+            batch=cfg.batch,
+            generator=g,
+            progress=False,
         )
 
     return step

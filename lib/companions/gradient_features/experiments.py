@@ -26,6 +26,7 @@ from companions.gradient_features import network as nw
 def one_step(
     dist,
     seeds: int,
+    *,
     m: int,
     n: int,
     sigma_a: float,
@@ -38,13 +39,23 @@ def one_step(
 ):
     """``(net0, net1, X, y)``: the initialisation (3.9) with ``4m`` neurons, ``n`` training points
     per seed, and the network after the first step."""
-    net0 = nw.symmetric_init(seeds, m, dist.d, sigma_a, sigma_w, b_tilde, generator, dtype, device)
+    net0 = nw.symmetric_init(
+        seeds,
+        m,
+        d=dist.d,
+        sigma_a=sigma_a,
+        sigma_w=sigma_w,
+        b_tilde=b_tilde,
+        generator=generator,
+        dtype=dtype,
+        device=device,
+    )
     X, y = dist.sample(seeds, n, generator, dtype)
     X, y = X.to(device), y.to(device)
     return net0, nw.first_step(net0, X, y, eta1), X, y
 
 
-def nice_counts(net0, X, y, D, gammas, B_G: float, m: int, sign: int = 1) -> torch.Tensor:
+def nice_counts(net0, X, *, y, D, gammas, B_G: float, m: int, sign: int = 1) -> torch.Tensor:
     """Per cone width, seed and feature, the number of the ``m`` neurons with ``b_i / |b_i| =
     sign`` (neurons ``1..m`` for ``+1``, ``m+1..2m`` for ``-1`` in (3.9)) in the set of Lemma 3.13
     as (B.19)-(B.21) read it: ``w_i^(1) = -eta l'(0) a_i G~(w_i, b_i)`` has ``<w_i^(1), D_j> >
@@ -73,6 +84,7 @@ def _checked(gammas):
 def population_counts(
     dist,
     D,
+    *,
     gammas,
     B_G: float,
     sigma_w: float,
@@ -102,6 +114,7 @@ def population_counts(
 def population_fraction(
     dist,
     D,
+    *,
     gammas,
     B_G: float,
     sigma_w: float,
@@ -115,7 +128,17 @@ def population_fraction(
     """``Pr_w[G(w, b) in C_{D_j, gamma}, ||G(w, b)|| >= B_G]`` with ``b = sign b~``, estimated
     with :func:`population_counts`: shape (len(gammas), r), and the binomial standard errors."""
     counts = population_counts(
-        dist, D, gammas, B_G, sigma_w, b_tilde, neurons, n, generator, chunk=chunk, sign=sign
+        dist,
+        D,
+        gammas=gammas,
+        B_G=B_G,
+        sigma_w=sigma_w,
+        b_tilde=b_tilde,
+        neurons=neurons,
+        n=n,
+        generator=generator,
+        chunk=chunk,
+        sign=sign,
     )
     p = counts.to(torch.float64) / neurons
     return p, (p * (1 - p) / neurons).sqrt()
@@ -130,6 +153,7 @@ def pooled(counts: torch.Tensor, trials_each: int) -> tuple[int, int]:
 def compare_methods(
     dist,
     seeds: int,
+    *,
     m: int,
     n: int,
     n_test: int,
@@ -150,22 +174,36 @@ def compare_methods(
     linearised at ``W^(0)``) and ``linear``; every method sees the same data, steps and
     optimizer."""
     net0, net1, X, y = one_step(
-        dist, seeds, m, n, sigma_a, sigma_w, b_tilde, eta1, generator, dtype, device
+        dist,
+        seeds,
+        m=m,
+        n=n,
+        sigma_a=sigma_a,
+        sigma_w=sigma_w,
+        b_tilde=b_tilde,
+        eta1=eta1,
+        generator=generator,
+        dtype=dtype,
+        device=device,
     )
     Xt, yt = dist.sample(seeds, n_test, generator, dtype)
     Xt, yt = Xt.to(device), yt.to(device)
     kw = dict(batch=batch, generator=generator)
     out = {}
-    trained = nw.train(net1, X, y, steps, lr, True, "adam", **kw)
+    trained = nw.train(
+        net1, X, y=y, steps=steps, lr=lr, train_first_layer=True, optimizer="adam", **kw
+    )
     out["network"] = nw.accuracy(nw.forward(trained, Xt), yt)
-    frozen = nw.train(net1, X, y, steps, lr, False, "adam", **kw)
+    frozen = nw.train(
+        net1, X, y=y, steps=steps, lr=lr, train_first_layer=False, optimizer="adam", **kw
+    )
     out["frozen"] = nw.accuracy(nw.forward(frozen, Xt), yt)
     rf0 = nw.Net(torch.zeros_like(net0.a), net0.W, net0.b)
-    rf = nw.train(rf0, X, y, steps, lr, False, "adam", **kw)
+    rf = nw.train(rf0, X, y=y, steps=steps, lr=lr, train_first_layer=False, optimizer="adam", **kw)
     out["rf"] = nw.accuracy(nw.forward(rf, Xt), yt)
-    ntk = nw.train_ntk(net0, X, y, steps, lr, **kw)
+    ntk = nw.train_ntk(net0, X, y=y, steps=steps, lr=lr, **kw)
     out["ntk"] = nw.accuracy(ntk(Xt), yt)
-    lin = nw.train_linear(X, y, steps, lr, **kw)
+    lin = nw.train_linear(X, y, steps=steps, lr=lr, **kw)
     out["linear"] = nw.accuracy(lin(Xt), yt)
     return {k: v.cpu() for k, v in out.items()}
 
@@ -199,6 +237,7 @@ def uniform_parity_init(
 def uniform_parity_run(
     d: int,
     k: int,
+    *,
     seeds: int,
     m: int,
     n: int,
@@ -224,9 +263,18 @@ def uniform_parity_run(
     X, y, Xt, yt = X.to(device), y.to(device), Xt.to(device), yt.to(device)
     net1 = nw.first_step(net0, X, y, eta1)
     kw = dict(batch=batch, generator=generator)
-    one = nw.train(net1, X, y, steps, lr, False, "adam", **kw)
+    one = nw.train(
+        net1, X, y=y, steps=steps, lr=lr, train_first_layer=False, optimizer="adam", **kw
+    )
     rf = nw.train(
-        nw.Net(torch.zeros_like(net0.a), net0.W, net0.b), X, y, steps, lr, False, "adam", **kw
+        nw.Net(torch.zeros_like(net0.a), net0.W, net0.b),
+        X,
+        y=y,
+        steps=steps,
+        lr=lr,
+        train_first_layer=False,
+        optimizer="adam",
+        **kw,
     )
     W1 = net1.W.abs()
     return {
@@ -315,7 +363,7 @@ def ball_minimum(F, y, radius: float, steps: int) -> float:
     return ball_minima(F, y, [radius], steps)[0]
 
 
-def second_layer_descents(F, y, a1, steps: int, schedules, F_test=None, y_test=None) -> list:
+def second_layer_descents(F, y, *, a1, steps: int, schedules, F_test=None, y_test=None) -> list:
     """Algorithm 4's later steps, for every step-size schedule at once: ``a^(t) = a^(t-1) -
     eta^(t) grad`` for ``t = 2..steps`` from ``a^(1) = a1``, ``schedule(t)`` the ``eta^(t)``.
     Returns, per schedule, the smallest training loss over the ``steps`` iterates ``a^(1..T)``
@@ -335,9 +383,11 @@ def second_layer_descents(F, y, a1, steps: int, schedules, F_test=None, y_test=N
     return [{"train": float(a), "test": float(b)} for a, b in zip(best_train, best_test)]
 
 
-def second_layer_descent(F, y, a1, steps: int, step_size, F_test=None, y_test=None) -> dict:
+def second_layer_descent(F, y, *, a1, steps: int, step_size, F_test=None, y_test=None) -> dict:
     """:func:`second_layer_descents` with one schedule ``step_size``."""
-    return second_layer_descents(F, y, a1, steps, [step_size], F_test, y_test)[0]
+    return second_layer_descents(
+        F, y, a1=a1, steps=steps, schedules=[step_size], F_test=F_test, y_test=y_test
+    )[0]
 
 
 def frozen_first_layer_run(
@@ -361,12 +411,25 @@ def frozen_first_layer_run(
     minimum of the test loss over the ball, :func:`ball_minimum`), ``L (||a^(1)||^2 + B^2) / T``
     and (B.595) with ``B_x`` the largest ``||x||`` of both samples; and the minimum of the
     training loss over the ball, the comparator of the optimisation term."""
-    _, net1, X, y = one_step(dist, 1, m, n, 1.0, sigma_w, b_tilde, eta1, generator, torch.float64)
+    _, net1, X, y = one_step(
+        dist,
+        1,
+        m=m,
+        n=n,
+        sigma_a=1.0,
+        sigma_w=sigma_w,
+        b_tilde=b_tilde,
+        eta1=eta1,
+        generator=generator,
+        dtype=torch.float64,
+    )
     Xt, yt = dist.sample(1, n_test, generator, torch.float64)
     F, Ft = nw.hidden(net1, X)[0], nw.hidden(net1, Xt)[0]
     L, a1 = smoothness(F), net1.a[0]
     schedules = [lambda t: 1 / L, lambda t: 1 / t]
-    fixed, one_over_t = second_layer_descents(F, y[0], a1, steps, schedules, Ft, yt[0])
+    fixed, one_over_t = second_layer_descents(
+        F, y[0], a1=a1, steps=steps, schedules=schedules, F_test=Ft, y_test=yt[0]
+    )
     B_x = max(float(X[0].norm(dim=1).max()), float(Xt[0].norm(dim=1).max()))
     a1_sq = float(a1.pow(2).sum())
     opt_test, opt_train = (ball_minima(G, z[0], RADII, opt_steps) for G, z in ((Ft, yt), (F, y)))
@@ -428,7 +491,16 @@ def sign_counts(par, *, neurons: int, n: int, generator: torch.Generator) -> dic
     out = {}
     for s in (1, -1):
         counts = population_counts(
-            par, par.directions, [SIGN_GAMMA], B_G, sigma_w, b_tilde, neurons, n, generator, sign=s
+            par,
+            par.directions,
+            gammas=[SIGN_GAMMA],
+            B_G=B_G,
+            sigma_w=sigma_w,
+            b_tilde=b_tilde,
+            neurons=neurons,
+            n=n,
+            generator=generator,
+            sign=s,
         )
         out[s] = pooled(counts[0], neurons)
     return out

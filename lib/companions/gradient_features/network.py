@@ -45,6 +45,7 @@ def _positive(name: str, value: float) -> None:
 def symmetric_init(
     seeds: int,
     m: int,
+    *,
     d: int,
     sigma_a: float,
     sigma_w: float,
@@ -159,6 +160,7 @@ def autograd_step(net: Net, X: torch.Tensor, y: torch.Tensor, eta: float, lam: f
 def train(
     net: Net,
     X: torch.Tensor,
+    *,
     y: torch.Tensor,
     steps: int,
     lr: float,
@@ -206,6 +208,7 @@ def ntk_output(net0: Net, dW: torch.Tensor, da: torch.Tensor, X: torch.Tensor) -
 def train_ntk(
     net0: Net,
     X: torch.Tensor,
+    *,
     y: torch.Tensor,
     steps: int,
     lr: float,
@@ -239,7 +242,7 @@ def train_ntk(
     return lambda Xe: model(Xe).detach()
 
 
-def train_linear(X, y, steps: int, lr: float, batch=None, generator=None, progress: bool = True):
+def train_linear(X, y, *, steps: int, lr: float, batch=None, generator=None, progress: bool = True):
     """The linear baseline ``<v, x> + c`` (hinge loss, Adam), batched over seeds; returns
     ``X -> f(X)``. The steps go through :func:`companions.train.progress` (its bar unless
     ``progress`` is False)."""

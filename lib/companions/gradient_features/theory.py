@@ -29,7 +29,7 @@ from companions.boolean import cube, subset_index, walsh_hadamard
 # ---------------------------------------------------------------------------------------------
 
 
-def theorem_3_12_terms(r, p, gamma, B_G, B_a1, B_a2, B_b, B_x1, eps, delta, b_tilde=0.0) -> dict:
+def theorem_3_12_terms(r, p, *, gamma, B_G, B_a1, B_a2, B_b, B_x1, eps, delta, b_tilde=0.0) -> dict:
     """log10 of the requirements (3.10) on ``m`` and (3.11) on ``T`` (with ``m`` at (3.10)), and the
     error term ``r B_a1 B_x1 sqrt(2 gamma)`` of (3.13) (its ``n``-term dropped, i.e.
     ``n -> infinity``), every Theta/O constant set to 1."""
@@ -191,14 +191,14 @@ def guarantee(params: dict, eps: float = 0.1, delta: float = 0.1, b_tilde: float
     return theorem_3_12_terms(
         params["r"],
         10 ** params["log10_p"],
-        params["gamma"],
-        params["B_G"],
-        params["B_a1"],
-        params["B_a2"],
-        params["B_b"],
-        params["B_x1"],
-        eps,
-        delta,
+        gamma=params["gamma"],
+        B_G=params["B_G"],
+        B_a1=params["B_a1"],
+        B_a2=params["B_a2"],
+        B_b=params["B_b"],
+        B_x1=params["B_x1"],
+        eps=eps,
+        delta=delta,
         b_tilde=b_tilde,
     )
 
@@ -453,7 +453,7 @@ def multi_index_label(X: torch.Tensor) -> torch.Tensor:
 
 
 def theorem_b69_requirements(
-    d: int, r: int, kappa: float, tau: int, n: int, m: int, eps: float, C_l: float = 1.0
+    d: int, r: int, *, kappa: float, tau: int, n: int, m: int, eps: float, C_l: float = 1.0
 ) -> dict:
     """log10 of Theorem B.69's requirements with its Omega constants and ``C_l`` set to 1, at the
     ``log(n m d)`` of the given sizes: ``n >= d^2 r kappa^2 (C_l log nmd)^(tau+1) + m``,

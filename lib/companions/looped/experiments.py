@@ -68,7 +68,7 @@ def convergence_run(
     faithful: bool = True,
 ) -> ConvergenceRun:
     """Section 8.6 for one ``n``: Gaussian X, theta* on the sphere, q^(0) = 0, eta = 1/||X^T X||."""
-    X, theta, y = sample_prompts(trials, n, d, generator, dtype, device)
+    X, theta, y = sample_prompts(trials, n, d, generator, dtype=dtype, device=device)
     L = smoothness(X)
     etas = (1 / L).expand(loops, trials)
     Q, P = construction_weights(d, dtype, device)

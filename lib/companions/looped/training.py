@@ -46,7 +46,7 @@ def sample_training_batch(
     batch: int, n: int, d: int, generator: torch.Generator, dtype=torch.float64, device="cpu"
 ):
     """A batch of prompts with queries ``alpha ~ +-U[0.5, 2]``: returns ``(Z0, theta*, alpha)``."""
-    X, theta, y = sample_prompts(batch, n, d, generator, dtype, device)
+    X, theta, y = sample_prompts(batch, n, d, generator, dtype=dtype, device=device)
     sign = torch.where(torch.rand(batch, generator=generator) < 0.5, -1.0, 1.0).to(dtype)
     alpha = (sign * (0.5 + 1.5 * torch.rand(batch, generator=generator, dtype=dtype))).to(device)
     return input_matrix(X, y, alpha), theta, alpha
@@ -79,7 +79,7 @@ def train_looped_transformer(
     model, loss = looped_training_problem(
         d, n, loops=loops, batch=batch, generator=generator, device=device, dtype=dtype
     )
-    history = fit(loss, model.parameters(), steps, lr=lr, desc=desc, progress=progress)
+    history = fit(loss, model.parameters(), steps=steps, lr=lr, desc=desc, progress=progress)
     return model.to(torch.float64), history
 
 
