@@ -665,6 +665,28 @@ def paper_not_run(chapter_id: str, root: str | os.PathLike | None = None) -> str
     return json.loads(path.read_text()).get(chapter_id)
 
 
+#: Why a claim's status changes between the default and the paper scale, written after both runs
+#: (a finding's explanation, never a decision): ``{chapter: {claim: {"default": status,
+#: "paper": status, "why": text}}}``, relative to the repository root.
+PAPER_FINDINGS = Path("book") / "data" / "ledgers" / "paper-findings.json"
+
+
+def scale_finding(
+    chapter_id: str, claim_id: str, default: str, paper: str, root: str | os.PathLike | None = None
+) -> str | None:
+    """The recorded reason (:data:`PAPER_FINDINGS`) why ``claim_id`` goes from ``default`` to
+    ``paper`` between the scales; None where none is recorded for that very change (a reason
+    written for another pair of statuses is not shown)."""
+    root = Path(root) if root is not None else find_root(Path(__file__).parent)
+    path = root / PAPER_FINDINGS if root is not None else None
+    if path is None or not path.is_file():
+        return None
+    entry = json.loads(path.read_text()).get(chapter_id, {}).get(claim_id)
+    if not entry or (entry.get("default"), entry.get("paper")) != (default, paper):
+        return None
+    return str(entry["why"])
+
+
 def provenance_text(led: dict) -> str:
     """A paper ledger's provenance in one line: date, commit, machine, time and memory."""
     prov = led.get("provenance") or {}
@@ -705,9 +727,11 @@ def paper_summary(chapter_id: str, claims: list[dict], paper: dict | None) -> st
         + (f" **Stale**: changed since it was made: {', '.join(stale)}." if stale else "")
     ]
     for change in scale_changes(counted(claims), at_paper):
+        why = scale_finding(chapter_id, change["id"], change["default"], change["paper"])
         lines.append(
             f"- `{change['id']}`: {change['default']} in this run, {change['paper']} at the "
-            "paper scale."
+            "paper scale. "
+            + (_sentence(why) if why else "The book records no reason for this change yet.")
         )
     return "\n".join(lines)
 

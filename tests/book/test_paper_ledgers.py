@@ -34,6 +34,36 @@ def test_the_list_of_chapters_not_run_names_declared_chapters_only():
     assert not set(not_run) & with_ledger, "a chapter listed as not run has a paper ledger"
 
 
+def test_every_recorded_finding_matches_its_paper_ledger():
+    """A reason why a status changes between scales names a committed paper ledger's claim, with
+    the status that ledger gives it, and a different status at the default scale."""
+    path = ROOT / L.PAPER_FINDINGS
+    if not path.is_file():
+        pytest.skip("no findings recorded")
+    findings = json.loads(path.read_text())
+    for chapter_id, claims in findings.items():
+        paper_led = L.paper_ledger(chapter_id, ROOT)
+        assert paper_led is not None, f"{chapter_id}: a finding without a paper ledger"
+        at_paper = {c["id"]: c["status"] for c in L.counted(paper_led["claims"])}
+        for claim_id, entry in claims.items():
+            assert set(entry) == {"default", "paper", "why"}, (chapter_id, claim_id)
+            assert entry["paper"] == at_paper.get(claim_id), (chapter_id, claim_id)
+            assert entry["default"] in L.STATUSES and entry["default"] != entry["paper"]
+            assert entry["why"].strip(), (chapter_id, claim_id)
+
+
+def test_the_summary_gives_a_change_its_reason_only_for_that_change(tmp_path):
+    root = tmp_path
+    (root / L.PAPER_FINDINGS).parent.mkdir(parents=True)
+    (root / L.PAPER_FINDINGS).write_text(
+        json.dumps({"ch": {"a": {"default": "inconclusive", "paper": "reproduced", "why": "w"}}})
+    )
+    assert L.scale_finding("ch", "a", "inconclusive", "reproduced", root) == "w"
+    assert L.scale_finding("ch", "a", "holds", "reproduced", root) is None
+    assert L.scale_finding("ch", "b", "inconclusive", "reproduced", root) is None
+    assert L.scale_finding("other", "a", "inconclusive", "reproduced", root) is None
+
+
 def _repo(tmp_path: Path) -> Path:
     """A copy of the files a chapter's fingerprint reads, in a git repository of its own."""
     root = tmp_path / "repo"
