@@ -35,7 +35,7 @@ import threading
 import time
 import urllib.request
 from pathlib import Path
-from urllib.parse import quote_plus, unquote, urljoin, urlparse
+from urllib.parse import quote_plus, unquote, unquote_plus, urljoin, urlparse
 
 import pytest
 
@@ -253,10 +253,31 @@ return {
 """
 
 
+def load(browser, url: str) -> None:
+    """``browser.get(url)``, then wait (up to ``WAIT`` s) until the document is ``url``'s and has
+    finished loading.
+
+    Under two browsers and a busy server, CI found pages read right after ``get`` that were not
+    yet there: "no MathJax on this page", "no table of every claim" on the ledger page, and a
+    chapter whose only ids were the theme's header ones. A page that never loads still fails, and
+    the message says where the browser was."""
+    browser.get(url)
+    want = urlparse(url)._replace(fragment="")
+    want = (want.path, unquote_plus(want.query))
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        here, ready = browser.execute_script("return [document.URL, document.readyState]")
+        got = urlparse(here)
+        if (got.path, unquote_plus(got.query)) == want and ready == "complete":
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{url} did not load in {WAIT} s; the browser is at {page_state(browser)}")
+
+
 def open_page(browser, url: str, maths: bool = True) -> dict:
     """Load a page, wait for MathJax to finish typesetting (``maths``: the page must have MathJax),
     and return what :data:`PAGE_FACTS` reads off it."""
-    browser.get(url)
+    load(browser, url)
     state = browser.execute_async_script(MATHJAX_DONE)
     assert state == "ok" or (not maths and state == "no MathJax on this page"), f"{url}: {state}"
     return browser.execute_script(PAGE_FACTS, THEOREM_BOXES)
@@ -299,7 +320,7 @@ def element_ids(browser, cache: dict, url: str) -> tuple[set[str], list[str]]:
     key = ("ids", page)
     if key not in cache:
         console_errors(browser)
-        browser.get(page)
+        load(browser, page)
         ids = browser.execute_script(
             "return Array.from(document.querySelectorAll('[id]')).map(e => e.id)"
         )
@@ -403,7 +424,7 @@ def test_search_finds_a_theorem(browser, site, page_cache, docname, chapter_id):
     named = [t for t in page["theorem_titles"] if ":" in t or "(" in t.split("(", 1)[-1]]
     query = _theorem_name((named or page["theorem_titles"])[0])
     assert query, f"no search query from {page['theorem_titles'][0]!r}"
-    browser.get(urljoin(site, f"search.html?q={quote_plus(query)}"))
+    load(browser, urljoin(site, f"search.html?q={quote_plus(query)}"))
     deadline = time.time() + WAIT
     hrefs = []
     while time.time() < deadline:
@@ -576,9 +597,7 @@ def poll(browser, script: str, *args):
     """``script``'s first non-null answer, once the page has loaded, within ``WAIT`` seconds;
     else its last one (null).
 
-    Under two browsers and a busy server, CI twice found the page unreadable right after
-    ``get`` ("no table of every claim"; once "does not open on a code cell"). This gives the page
-    time; a page that never answers still fails, and ``page_state`` says where the browser was."""
+    After :func:`load`, for what the page's own scripts set up (the ledger page's filters)."""
     deadline = time.monotonic() + WAIT
     while True:
         loaded = browser.execute_script("return document.readyState") == "complete"
@@ -599,7 +618,7 @@ def page_state(browser) -> str:
 def check_ledger_filters_and_links(browser, url: str) -> dict:
     """On the ledger page at ``url``: each filter shows only its rows and says how many, the
     choice lands in the address, and a claim's link opens its chapter on the claim's cell."""
-    browser.get(url)
+    load(browser, url)
     start = poll(browser, FILTER_ROWS, "status")
     assert start is not None, (
         f"{url}: no table of every claim; the browser is at {page_state(browser)}"
@@ -615,13 +634,13 @@ def check_ledger_filters_and_links(browser, url: str) -> dict:
         assert f"{column}={quote_plus(value)}" in browser.current_url, browser.current_url
         assert f"{len(after['shown'])} of {start['total']} claims shown" in after["count"]
         choose(browser, column, "")
-    browser.get(url + "?status=" + quote_plus(sorted(set(start["shown"]))[0]))
+    load(browser, url + "?status=" + quote_plus(sorted(set(start["shown"]))[0]))
     assert len(set(poll(browser, FILTER_ROWS, "status")["shown"])) == 1, (
         "a filter in the address is not applied when the page opens"
     )
     assert start["links"], f"{url}: no claim links to its cell"
     for link in start["links"][:5]:
-        browser.get(link)
+        load(browser, link)
         # a cell with several claims carries the first id itself and the others on empty spans
         # just before it (docutils' way with several ids)
         on_cell = poll(
@@ -642,7 +661,7 @@ def test_ledger_page_filters_and_links_claims(browser, site):
     facts = check_ledger_filters_and_links(browser, urljoin(site, "book/ledger.html"))
     claims = sum(len(_ledger(chapter_id)["claims"]) for _, chapter_id in CHAPTERS)
     assert facts["total"] == claims, f"the ledger page lists {facts['total']} of {claims} claims"
-    browser.get(urljoin(site, "book/ledger.html?status=differs"))
+    load(browser, urljoin(site, "book/ledger.html?status=differs"))
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     browser.save_screenshot(str(ARTIFACTS / "ledger-differs.png"))
 
