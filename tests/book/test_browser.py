@@ -196,9 +196,7 @@ MATHJAX_DONE = """
 const done = arguments[arguments.length - 1];
 const start = Date.now();
 (function wait() {
-  if (document.readyState !== "complete" && Date.now() - start < 20000) {
-    setTimeout(wait, 100);  // under load the page may not have parsed its scripts yet
-  } else if (!Array.from(document.scripts).some(s => /mathjax/i.test(s.src))) {
+  if (!Array.from(document.scripts).some(s => /mathjax/i.test(s.src))) {
     done("no MathJax on this page");
   } else if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
     MathJax.startup.promise.then(() => done("ok"), (e) => done("MathJax failed: " + e));
@@ -594,14 +592,11 @@ def choose(browser, name: str, value: str):
 
 
 def poll(browser, script: str, *args):
-    """``script``'s first non-null answer, once the page has loaded, within ``WAIT`` seconds;
-    else its last one (null).
-
-    After :func:`load`, for what the page's own scripts set up (the ledger page's filters)."""
+    """``script``'s first non-null answer within ``WAIT`` seconds, else its last one (null): after
+    :func:`load`, for what the page's own scripts set up (the ledger page's filters)."""
     deadline = time.monotonic() + WAIT
     while True:
-        loaded = browser.execute_script("return document.readyState") == "complete"
-        answer = browser.execute_script(script, *args) if loaded else None
+        answer = browser.execute_script(script, *args)
         if answer or time.monotonic() > deadline:
             return answer
         time.sleep(0.2)
